@@ -1,0 +1,572 @@
+#!/usr/bin/env bash
+# Local infrastructure without Docker: a private PostgreSQL cluster and a single-node
+# Apache Kafka broker (KRaft), both listening on 127.0.0.1 only. Everything this script
+# creates lives under <repo>/.local/ (git-ignored).
+#
+# Usage: deploy/local/infra.sh COMMAND
+#   up           start PostgreSQL and Kafka, create roles/databases/topics (idempotent)
+#   down         stop services whose pid files are in .local/run/, Kafka, PostgreSQL
+#   status       show what runs and where
+#   env          print `export` lines for the endpoints
+#   psql [DB] [ARGS...]   open psql as liftfit (default database: postgres)
+#   pg-up        only PostgreSQL (+ role and databases)
+#   kafka-up     only Kafka (+ topics)
+#   kafka-stop   SIGTERM the broker and wait until it is gone (SIGKILL after 30 s)
+#   kafka-start  start the broker and wait until it serves metadata requests
+#
+# Environment: PG_PORT (15432), KAFKA_PORT (19092), KAFKA_CONTROLLER_PORT (19093),
+#   INFRA_PYTHON (interpreter with aiokafka for topic creation; default .venv/bin/python),
+#   KAFKA_START_TIMEOUT (60), KAFKA_STOP_TIMEOUT (30), SERVICE_STOP_TIMEOUT (15).
+set -euo pipefail
+
+SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$SCRIPT_DIR/../.." && pwd)"
+LOCAL="$REPO/.local"
+LOG_DIR="$LOCAL/log"
+RUN_DIR="$LOCAL/run"
+
+PG_PORT="${PG_PORT:-15432}"
+PG_ROOT="$LOCAL/pg"
+PG_DATA="$PG_ROOT/data"
+PG_SOCK="$PG_ROOT/run"
+PG_LOG="$LOG_DIR/postgres.log"
+PG_USER=liftfit
+PG_PASSWORD=liftfit
+PG_DATABASES=(booking payment access notify)
+
+KAFKA_PORT="${KAFKA_PORT:-19092}"
+KAFKA_CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-19093}"
+KAFKA_HOME="$LOCAL/kafka"
+KAFKA_LIBS="$KAFKA_HOME/libs"
+KAFKA_DATA="$KAFKA_HOME/data"
+KAFKA_CONFIG="$KAFKA_HOME/server.properties"
+KAFKA_CLUSTER_ID_FILE="$KAFKA_HOME/cluster.id"
+KAFKA_PID_FILE="$RUN_DIR/kafka.pid"
+KAFKA_OUT="$LOG_DIR/kafka.out"
+KAFKA_BASE_CONFIG="$SCRIPT_DIR/kafka/server.properties"
+KAFKA_LOG4J="$SCRIPT_DIR/kafka/log4j.properties"
+KAFKA_POM="$SCRIPT_DIR/pom.xml"
+KAFKA_START_TIMEOUT="${KAFKA_START_TIMEOUT:-60}"
+KAFKA_STOP_TIMEOUT="${KAFKA_STOP_TIMEOUT:-30}"
+SERVICE_STOP_TIMEOUT="${SERVICE_STOP_TIMEOUT:-15}"
+TOPICS_FILE="$SCRIPT_DIR/topics.txt"
+
+log() { printf '[infra] %s\n' "$*" >&2; }
+die() { printf '[infra] ERROR: %s\n' "$*" >&2; exit 1; }
+now_ms() { date +%s%3N; }
+
+is_root() { [[ "$(id -u)" -eq 0 ]]; }
+
+# Run a command as the postgres OS user (PostgreSQL refuses to run as root).
+as_pg() {
+  if is_root; then
+    runuser -u postgres -- "$@"
+  else
+    "$@"
+  fi
+}
+
+apt_install() {
+  is_root || die "missing $*: install it (apt-get install -y $*) or run this script as root"
+  log "installing $* with apt-get"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >&2
+  apt-get install -y -q --no-install-recommends "$@" >&2
+}
+
+# A process is alive if /proc has it and it is not a zombie (PID 1 here may not reap).
+pid_alive() {
+  local pid="$1" state
+  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  [[ -r "/proc/$pid/stat" ]] || return 1
+  state="$(sed -E 's/^.*\) ([A-Za-z]).*$/\1/' "/proc/$pid/stat" 2>/dev/null || true)"
+  [[ -n "$state" && "$state" != Z && "$state" != X ]]
+}
+
+read_pid() { if [[ -f "$1" ]]; then tr -dc '0-9' <"$1"; fi; }
+
+port_open() { timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
+
+# Send SIGTERM, wait up to $2 seconds, then SIGKILL and wait until the process is gone.
+terminate_pid() {
+  local pid="$1" timeout_s="$2" name="$3" deadline
+  pid_alive "$pid" || return 0
+  log "stopping $name (pid $pid)"
+  kill -TERM "$pid" 2>/dev/null || true
+  deadline=$(($(date +%s) + timeout_s))
+  while pid_alive "$pid"; do
+    if (($(date +%s) >= deadline)); then
+      log "$name (pid $pid) ignored SIGTERM for ${timeout_s}s: sending SIGKILL"
+      kill -KILL "$pid" 2>/dev/null || true
+      for _ in $(seq 1 100); do pid_alive "$pid" || return 0; sleep 0.1; done
+      die "$name (pid $pid) survived SIGKILL"
+    fi
+    sleep 0.2
+  done
+}
+
+prepare_dirs() {
+  mkdir -p "$LOCAL" "$LOG_DIR" "$RUN_DIR" "$KAFKA_HOME"
+  chmod 755 "$LOCAL" "$LOG_DIR" "$RUN_DIR"
+}
+
+# Serialise mutating commands (several test processes may call `up` at once).
+take_lock() {
+  prepare_dirs
+  exec 9>"$LOCAL/infra.lock"
+  flock -w 600 9 || die "timed out waiting for the lock $LOCAL/infra.lock"
+}
+
+############################################################################ PostgreSQL
+
+pg_bin_dir() {
+  local version dir
+  if [[ -f "$PG_DATA/PG_VERSION" ]]; then
+    version="$(cat "$PG_DATA/PG_VERSION")"
+    if [[ -x "/usr/lib/postgresql/$version/bin/pg_ctl" ]]; then
+      echo "/usr/lib/postgresql/$version/bin"
+      return
+    fi
+    die "$PG_DATA was created by PostgreSQL $version, whose binaries are missing (apt-get install postgresql-$version, or delete $PG_ROOT)"
+  fi
+  # shellcheck disable=SC2012  # version directories are plain numbers
+  dir="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)"
+  [[ -n "$dir" && -x "$dir/pg_ctl" ]] || return 1
+  echo "$dir"
+}
+
+ensure_postgres_installed() {
+  if ! compgen -G '/usr/lib/postgresql/*/bin/pg_ctl' >/dev/null; then
+    apt_install postgresql
+  fi
+  PG_BIN="$(pg_bin_dir)" || die "PostgreSQL binaries not found under /usr/lib/postgresql/*/bin"
+}
+
+pg_running() { [[ -f "$PG_DATA/PG_VERSION" ]] && as_pg "$PG_BIN/pg_ctl" status -D "$PG_DATA" >/dev/null 2>&1; }
+
+pg_write_config() {
+  local conf="$PG_DATA/liftfit.conf" tmp
+  tmp="$(mktemp)"
+  cat >"$tmp" <<EOF
+# Generated by deploy/local/infra.sh on every start; edit that script instead.
+listen_addresses = '127.0.0.1'
+port = $PG_PORT
+unix_socket_directories = '$PG_SOCK'
+max_connections = 300
+shared_buffers = 128MB
+work_mem = 4MB
+maintenance_work_mem = 64MB
+max_wal_size = 1GB
+# Durability stays on: this is a real database.
+fsync = on
+synchronous_commit = on
+full_page_writes = on
+timezone = 'UTC'
+log_timezone = 'UTC'
+log_min_messages = warning
+log_line_prefix = '%m [%p] %q%u@%d '
+EOF
+  if ! cmp -s "$tmp" "$conf" 2>/dev/null; then
+    install -o "$(stat -c %U "$PG_DATA")" -m 600 "$tmp" "$conf"
+  fi
+  rm -f "$tmp"
+  if ! grep -q "^include_if_exists = 'liftfit.conf'" "$PG_DATA/postgresql.conf"; then
+    printf "\ninclude_if_exists = 'liftfit.conf'\n" | as_pg tee -a "$PG_DATA/postgresql.conf" >/dev/null
+  fi
+}
+
+pg_init() {
+  local tmp="$PG_ROOT/data.initdb"
+  log "initialising PostgreSQL cluster in $PG_DATA"
+  rm -rf "$tmp"
+  as_pg "$PG_BIN/initdb" -D "$tmp" -U postgres --auth=trust -E UTF8 --locale=C >"$LOG_DIR/initdb.log" 2>&1 ||
+    { tail -n 30 "$LOG_DIR/initdb.log" >&2; die "initdb failed (full output: $LOG_DIR/initdb.log)"; }
+  rm -rf "$PG_DATA"
+  mv "$tmp" "$PG_DATA"
+}
+
+pg_psql_admin() {
+  "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres "$@"
+}
+
+pg_up() {
+  ensure_postgres_installed
+  prepare_dirs
+  mkdir -p "$PG_ROOT" "$PG_SOCK"
+  if is_root; then
+    chown postgres:postgres "$PG_ROOT" "$PG_SOCK"
+    [[ ! -d "$PG_DATA" || "$(stat -c %U "$PG_DATA")" == postgres ]] || chown -R postgres:postgres "$PG_DATA"
+    touch "$PG_LOG"
+    chown postgres:postgres "$PG_LOG"
+  fi
+  if ! as_pg test -w "$PG_ROOT" -a -x "$PG_ROOT" 2>/dev/null; then
+    die "the postgres OS user cannot reach $PG_ROOT; every parent directory of the repository must be traversable (o+x) by it:
+$(namei -l "$PG_ROOT" 2>/dev/null || true)"
+  fi
+  local sock_path="$PG_SOCK/.s.PGSQL.$PG_PORT"
+  ((${#sock_path} <= 100)) || die "socket path $sock_path is too long for a Unix socket; move the repository to a shorter path"
+
+  [[ -f "$PG_DATA/PG_VERSION" ]] || pg_init
+  pg_write_config
+
+  if pg_running; then
+    log "PostgreSQL already running (127.0.0.1:$PG_PORT)"
+  else
+    if port_open "$PG_PORT"; then
+      die "port 127.0.0.1:$PG_PORT is taken by another process; set PG_PORT or stop it"
+    fi
+    log "starting PostgreSQL on 127.0.0.1:$PG_PORT"
+    # 9>&-: the postmaster must not inherit (and so keep holding) the infra lock.
+    if ! as_pg "$PG_BIN/pg_ctl" start -D "$PG_DATA" -l "$PG_LOG" -w -t 60 -s >/dev/null 9>&-; then
+      tail -n 30 "$PG_LOG" >&2 || true
+      die "PostgreSQL failed to start (log: $PG_LOG)"
+    fi
+  fi
+  local i
+  for i in $(seq 1 120); do
+    "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" && break
+    ((i < 120)) || { tail -n 30 "$PG_LOG" >&2; die "PostgreSQL does not accept connections (log: $PG_LOG)"; }
+    sleep 0.25
+  done
+
+  pg_psql_admin <<SQL
+DO \$\$
+BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '$PG_USER') THEN
+    CREATE ROLE $PG_USER LOGIN SUPERUSER PASSWORD '$PG_PASSWORD';
+  END IF;
+END
+\$\$;
+SQL
+  local db
+  for db in "${PG_DATABASES[@]}"; do
+    if [[ "$(pg_psql_admin -tA -c "SELECT 1 FROM pg_database WHERE datname = '$db'")" != 1 ]]; then
+      log "creating database $db"
+      pg_psql_admin -c "CREATE DATABASE \"$db\" OWNER $PG_USER"
+    fi
+  done
+}
+
+pg_stop() {
+  PG_BIN="$(pg_bin_dir 2>/dev/null)" || return 0
+  if pg_running; then
+    log "stopping PostgreSQL"
+    as_pg "$PG_BIN/pg_ctl" stop -D "$PG_DATA" -m fast -w -t 60 -s
+  fi
+}
+
+################################################################################# Kafka
+
+ensure_java() {
+  command -v java >/dev/null 2>&1 || apt_install openjdk-17-jre-headless
+}
+
+kafka_jar_present() { compgen -G "$KAFKA_LIBS/kafka_2.13-*.jar" >/dev/null; }
+
+ensure_kafka_libs() {
+  local stamp="$KAFKA_LIBS/.pom.sha256" want
+  want="$(sha256sum "$KAFKA_POM" | cut -d' ' -f1)"
+  if kafka_jar_present && [[ "$(cat "$stamp" 2>/dev/null || true)" == "$want" ]]; then
+    return
+  fi
+  command -v mvn >/dev/null 2>&1 || apt_install maven
+  log "fetching the Kafka broker jars with Maven into $KAFKA_LIBS"
+  rm -rf "$KAFKA_LIBS.tmp"
+  if ! mvn -q -B -Dstyle.color=never -f "$KAFKA_POM" dependency:copy-dependencies \
+    -DoutputDirectory="$KAFKA_LIBS.tmp" >"$LOG_DIR/mvn.log" 2>&1; then
+    tail -n 40 "$LOG_DIR/mvn.log" >&2
+    die "mvn dependency:copy-dependencies failed for $KAFKA_POM (full output: $LOG_DIR/mvn.log)"
+  fi
+  echo "$want" >"$KAFKA_LIBS.tmp/.pom.sha256"
+  rm -rf "$KAFKA_LIBS"
+  mv "$KAFKA_LIBS.tmp" "$KAFKA_LIBS"
+  kafka_jar_present || die "no kafka_2.13 jar in $KAFKA_LIBS after mvn"
+}
+
+kafka_java() { java -cp "$KAFKA_LIBS/*" "$@"; }
+
+# Arguments for --override; also written into the effective config file.
+kafka_overrides() {
+  printf '%s\n' \
+    "log.dirs=$KAFKA_DATA" \
+    "listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT" \
+    "advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT" \
+    "controller.quorum.voters=1@127.0.0.1:$KAFKA_CONTROLLER_PORT"
+}
+
+kafka_write_config() {
+  local tmp="$KAFKA_CONFIG.tmp"
+  {
+    cat "$KAFKA_BASE_CONFIG"
+    printf '\n# ---- generated by deploy/local/infra.sh (later keys win) ----\n'
+    kafka_overrides
+  } >"$tmp"
+  mv "$tmp" "$KAFKA_CONFIG"
+}
+
+kafka_format() {
+  mkdir -p "$KAFKA_DATA"
+  if [[ -f "$KAFKA_DATA/meta.properties" ]]; then
+    if [[ ! -s "$KAFKA_CLUSTER_ID_FILE" ]]; then
+      sed -n 's/^cluster\.id=//p' "$KAFKA_DATA/meta.properties" >"$KAFKA_CLUSTER_ID_FILE"
+    fi
+    return
+  fi
+  if [[ ! -s "$KAFKA_CLUSTER_ID_FILE" ]]; then
+    kafka_java kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1 | tr -d '[:space:]' >"$KAFKA_CLUSTER_ID_FILE.tmp"
+    [[ -s "$KAFKA_CLUSTER_ID_FILE.tmp" ]] || die "kafka.tools.StorageTool random-uuid produced no cluster id"
+    mv "$KAFKA_CLUSTER_ID_FILE.tmp" "$KAFKA_CLUSTER_ID_FILE"
+  fi
+  log "formatting Kafka storage in $KAFKA_DATA (cluster id $(cat "$KAFKA_CLUSTER_ID_FILE"))"
+  kafka_java -Dlog4j.configuration="file:$KAFKA_LOG4J" -Dkafka.logs.dir="$LOG_DIR" \
+    kafka.tools.StorageTool format -t "$(cat "$KAFKA_CLUSTER_ID_FILE")" -c "$KAFKA_CONFIG" --ignore-formatted >&2 ||
+    die "kafka.tools.StorageTool format failed"
+}
+
+kafka_pid() {
+  local pid
+  pid="$(read_pid "$KAFKA_PID_FILE")"
+  if [[ -n "$pid" ]] && pid_alive "$pid" && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'kafka\.Kafka'; then
+    echo "$pid"
+    return 0
+  fi
+  return 1
+}
+
+# Ask the broker for cluster metadata (Metadata v1, no topics); succeed if it lists a broker.
+kafka_metadata_ok() {
+  python3 - "$KAFKA_PORT" <<'PY' 2>/dev/null
+import socket, struct, sys
+port = int(sys.argv[1])
+client = b"liftfit-infra"
+body = struct.pack(">hhih", 3, 1, 7, len(client)) + client + struct.pack(">i", 0)
+with socket.create_connection(("127.0.0.1", port), timeout=3) as s:
+    s.settimeout(3)
+    s.sendall(struct.pack(">i", len(body)) + body)
+    def read(n):
+        buf = b""
+        while len(buf) < n:
+            chunk = s.recv(n - len(buf))
+            if not chunk:
+                raise EOFError
+            buf += chunk
+        return buf
+    (size,) = struct.unpack(">i", read(4))
+    data = read(size)
+corr, brokers = struct.unpack(">ii", data[:8])
+sys.exit(0 if corr == 7 and brokers >= 1 else 1)
+PY
+}
+
+kafka_log_tail() {
+  log "---- tail of $KAFKA_OUT ----"
+  tail -n 30 "$KAFKA_OUT" >&2 2>/dev/null || true
+  log "---- tail of $LOG_DIR/kafka-server.log ----"
+  tail -n 30 "$LOG_DIR/kafka-server.log" >&2 2>/dev/null || true
+}
+
+kafka_wait_ready() {
+  local pid="$1" deadline
+  deadline=$(($(date +%s) + KAFKA_START_TIMEOUT))
+  while true; do
+    if ! pid_alive "$pid"; then
+      rm -f "$KAFKA_PID_FILE"
+      kafka_log_tail
+      die "Kafka (pid $pid) exited during startup"
+    fi
+    if port_open "$KAFKA_PORT" && kafka_metadata_ok; then
+      return 0
+    fi
+    if (($(date +%s) >= deadline)); then
+      kafka_log_tail
+      die "Kafka (pid $pid) not ready on 127.0.0.1:$KAFKA_PORT after ${KAFKA_START_TIMEOUT}s"
+    fi
+    sleep 0.25
+  done
+}
+
+kafka_start() {
+  local pid t0 port
+  if pid="$(kafka_pid)"; then
+    kafka_wait_ready "$pid"
+    log "Kafka already running (pid $pid, 127.0.0.1:$KAFKA_PORT)"
+    return
+  fi
+  rm -f "$KAFKA_PID_FILE"
+  [[ -f "$KAFKA_DATA/meta.properties" ]] || die "Kafka storage is not formatted: run '$0 kafka-up' (or up) first"
+  for port in "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT"; do
+    port_open "$port" && die "port 127.0.0.1:$port is taken by another process; set KAFKA_PORT/KAFKA_CONTROLLER_PORT or stop it"
+  done
+  t0="$(now_ms)"
+  log "starting Kafka on 127.0.0.1:$KAFKA_PORT (controller $KAFKA_CONTROLLER_PORT)"
+  local -a overrides=()
+  local kv
+  while IFS= read -r kv; do overrides+=(--override "$kv"); done < <(kafka_overrides)
+  printf '\n===== %s starting kafka.Kafka =====\n' "$(date -u +%FT%TZ)" >>"$KAFKA_OUT"
+  # setsid: own session, so terminal signals aimed at the caller do not reach the broker.
+  # The child writes its own pid and then execs the JVM, so the pid file names the JVM.
+  # 9>&-: the broker must not inherit (and so keep holding) the infra lock.
+  # shellcheck disable=SC2016  # $$ and $@ are expanded by the child shell
+  setsid bash -c 'echo $$ >"$0"; exec "$@"' "$KAFKA_PID_FILE" \
+    java -Xms256m -Xmx768m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -Djava.awt.headless=true \
+    -Dkafka.logs.dir="$LOG_DIR" -Dlog4j.configuration="file:$KAFKA_LOG4J" \
+    -cp "$KAFKA_LIBS/*" kafka.Kafka "$KAFKA_CONFIG" "${overrides[@]}" \
+    </dev/null >>"$KAFKA_OUT" 2>&1 9>&- &
+  for _ in $(seq 1 100); do
+    pid="$(read_pid "$KAFKA_PID_FILE")"
+    [[ -n "$pid" ]] && break
+    sleep 0.05
+  done
+  [[ -n "$pid" ]] || die "could not launch Kafka (no pid file $KAFKA_PID_FILE)"
+  kafka_wait_ready "$pid"
+  log "Kafka ready (pid $pid) in $(($(now_ms) - t0)) ms"
+}
+
+kafka_stop() {
+  local pid
+  if pid="$(kafka_pid)"; then
+    terminate_pid "$pid" "$KAFKA_STOP_TIMEOUT" "Kafka"
+  fi
+  rm -f "$KAFKA_PID_FILE"
+}
+
+kafka_python() {
+  local candidate
+  for candidate in "${INFRA_PYTHON:-}" "$REPO/.venv/bin/python" python3; do
+    [[ -n "$candidate" ]] || continue
+    command -v "$candidate" >/dev/null 2>&1 || continue
+    if "$candidate" -c 'import aiokafka' >/dev/null 2>&1; then
+      echo "$candidate"
+      return 0
+    fi
+  done
+  return 1
+}
+
+kafka_topics() {
+  local py
+  py="$(kafka_python)" ||
+    die "no Python with aiokafka to create topics: run 'make install' first (creates .venv), or set INFRA_PYTHON"
+  KAFKA_BOOTSTRAP="127.0.0.1:$KAFKA_PORT" "$py" "$SCRIPT_DIR/create_topics.py" "$TOPICS_FILE" >&2 ||
+    die "topic creation failed"
+}
+
+kafka_up() {
+  ensure_java
+  prepare_dirs
+  ensure_kafka_libs
+  kafka_write_config
+  kafka_format
+  kafka_start
+  kafka_topics
+}
+
+############################################################################## Services
+
+stop_other_services() {
+  local f pid
+  shopt -s nullglob
+  for f in "$RUN_DIR"/*.pid; do
+    [[ "$f" == "$KAFKA_PID_FILE" ]] && continue
+    pid="$(read_pid "$f")"
+    if [[ -n "$pid" ]]; then
+      terminate_pid "$pid" "$SERVICE_STOP_TIMEOUT" "$(basename "$f" .pid)"
+    fi
+    rm -f "$f"
+  done
+  shopt -u nullglob
+}
+
+############################################################################## Commands
+
+cmd_up() {
+  local t0
+  t0="$(now_ms)"
+  take_lock
+  pg_up
+  kafka_up
+  log "infrastructure up in $(($(now_ms) - t0)) ms: PostgreSQL 127.0.0.1:$PG_PORT, Kafka 127.0.0.1:$KAFKA_PORT"
+}
+
+cmd_down() {
+  take_lock
+  stop_other_services
+  kafka_stop
+  pg_stop
+  log "infrastructure down"
+}
+
+cmd_status() {
+  local pid f
+  PG_BIN="$(pg_bin_dir 2>/dev/null)" || PG_BIN=""
+  if [[ -n "$PG_BIN" ]] && pg_running; then
+    pid="$(head -n 1 "$PG_DATA/postmaster.pid" 2>/dev/null || true)"
+    echo "postgres: running (pid $pid) on 127.0.0.1:$PG_PORT, data $PG_DATA, log $PG_LOG"
+  else
+    echo "postgres: stopped (data $PG_DATA)"
+  fi
+  if pid="$(kafka_pid)"; then
+    if kafka_metadata_ok; then
+      echo "kafka:    running (pid $pid) on 127.0.0.1:$KAFKA_PORT, controller 127.0.0.1:$KAFKA_CONTROLLER_PORT, data $KAFKA_DATA"
+    else
+      echo "kafka:    starting/unresponsive (pid $pid) on 127.0.0.1:$KAFKA_PORT"
+    fi
+  else
+    echo "kafka:    stopped (data $KAFKA_DATA)"
+  fi
+  shopt -s nullglob
+  for f in "$RUN_DIR"/*.pid; do
+    [[ "$f" == "$KAFKA_PID_FILE" ]] && continue
+    pid="$(read_pid "$f")"
+    if [[ -n "$pid" ]] && pid_alive "$pid"; then
+      echo "service:  $(basename "$f" .pid) running (pid $pid)"
+    else
+      echo "service:  $(basename "$f" .pid) not running (stale pid file $f)"
+    fi
+  done
+  shopt -u nullglob
+}
+
+cmd_env() {
+  local base="liftfit:liftfit@127.0.0.1:$PG_PORT" db upper
+  echo "export LIFTFIT_PG_ADMIN_DSN=postgresql://$base/postgres"
+  for db in "${PG_DATABASES[@]}"; do
+    upper="$(tr '[:lower:]' '[:upper:]' <<<"$db")"
+    echo "export ${upper}_DATABASE_URL=postgresql+psycopg://$base/$db"
+  done
+  echo "export KAFKA_BOOTSTRAP=127.0.0.1:$KAFKA_PORT"
+}
+
+cmd_psql() {
+  local db=postgres
+  if [[ $# -gt 0 && "$1" != -* ]]; then
+    db="$1"
+    shift
+  fi
+  local psql_bin
+  psql_bin="$(command -v psql || true)"
+  [[ -n "$psql_bin" ]] || psql_bin="$(pg_bin_dir)/psql"
+  exec "$psql_bin" "postgresql://$PG_USER:$PG_PASSWORD@127.0.0.1:$PG_PORT/$db" "$@"
+}
+
+usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+
+main() {
+  local cmd="${1:-}"
+  [[ $# -gt 0 ]] && shift
+  case "$cmd" in
+    up) cmd_up ;;
+    down) cmd_down ;;
+    status) cmd_status ;;
+    env) cmd_env ;;
+    psql) cmd_psql "$@" ;;
+    pg-up) take_lock; pg_up ;;
+    kafka-up) take_lock; kafka_up ;;
+    kafka-stop) take_lock; kafka_stop ;;
+    kafka-start) take_lock; ensure_java; kafka_write_config; kafka_start ;;
+    -h | --help | help) usage ;;
+    *) usage >&2; exit 2 ;;
+  esac
+}
+
+main "$@"

@@ -1,0 +1,89 @@
+"""The sandbox control API under ``/_sandbox``: fault injection and test shortcuts.
+
+Unauthenticated on purpose: it is for tests and operators of the sandbox, never part of
+the provider API the merchant's adapter is written against.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from .runtime import GatewayDep
+from .schemas import Config, FaultsPatch, Settle, Tamper
+
+router = APIRouter(prefix="/_sandbox")
+
+
+@router.get("/faults")
+async def get_faults(gateway: GatewayDep) -> dict[str, object]:
+    return gateway.state.faults.to_api()
+
+
+@router.post("/faults")
+async def merge_faults(body: FaultsPatch, gateway: GatewayDep) -> dict[str, object]:
+    gateway.state.faults.merge(body.model_dump(exclude_none=True))
+    return gateway.state.faults.to_api()
+
+
+@router.delete("/faults")
+async def clear_faults(gateway: GatewayDep) -> dict[str, object]:
+    gateway.state.faults.clear()
+    return gateway.state.faults.to_api()
+
+
+@router.get("/payments")
+async def list_payments(gateway: GatewayDep) -> dict[str, object]:
+    rows = [
+        {**gateway.payment_json(p), "idempotency_key": p.idempotency_key, "settling": p.settling}
+        for p in gateway.state.payments.values()
+    ]
+    return {"data": rows}
+
+
+@router.post("/payments/{payment_id}/settle")
+async def settle(payment_id: str, body: Settle, gateway: GatewayDep) -> JSONResponse:
+    deferred = gateway.start_settlement(payment_id, body.outcome)
+    payment = gateway.payment_json(gateway.state.get_payment(payment_id))
+    # 202 tells the test the state will change only after settle_delay_ms.
+    return JSONResponse(payment, status_code=202 if deferred else 200)
+
+
+@router.post("/payments/{payment_id}/tamper")
+async def tamper(payment_id: str, body: Tamper, gateway: GatewayDep) -> dict[str, object]:
+    payment = gateway.state.tamper(payment_id, body.amount, body.currency)
+    return gateway.payment_json(payment)
+
+
+@router.post("/payments/{payment_id}/expire")
+async def expire(payment_id: str, gateway: GatewayDep) -> dict[str, object]:
+    payment = gateway.state.expire(payment_id)
+    gateway.dispatch()
+    return gateway.payment_json(payment)
+
+
+@router.get("/notifications")
+async def notifications(gateway: GatewayDep) -> dict[str, object]:
+    return {"data": [delivery.to_api() for delivery in gateway.notifier.log()]}
+
+
+@router.post("/notifications/flush")
+async def flush(gateway: GatewayDep) -> dict[str, object]:
+    return {"released": gateway.notifier.flush()}
+
+
+@router.get("/config")
+async def get_config(gateway: GatewayDep) -> dict[str, object]:
+    return {"notify_url": gateway.notifier.notify_url}
+
+
+@router.post("/config")
+async def set_config(body: Config, gateway: GatewayDep) -> dict[str, object]:
+    gateway.notifier.notify_url = body.notify_url
+    return {"notify_url": gateway.notifier.notify_url}
+
+
+@router.post("/reset")
+async def reset(gateway: GatewayDep) -> dict[str, object]:
+    gateway.reset()
+    return {"reset": True}

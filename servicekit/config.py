@@ -1,0 +1,73 @@
+"""Configuration from environment variables only.
+
+A process refuses to start, naming the setting, when one is missing or invalid:
+a half-configured service that starts and fails later is harder to diagnose at night.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from functools import wraps
+from typing import ParamSpec, TypeVar
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class SettingError(RuntimeError):
+    """A required setting is missing or has an invalid value."""
+
+    def __init__(self, name: str, problem: str) -> None:
+        super().__init__(f"setting {name}: {problem}")
+        self.name = name
+
+
+def required(name: str) -> str:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        raise SettingError(name, "is required but not set")
+    return value
+
+
+def optional(name: str, default: str) -> str:
+    value = os.environ.get(name, "").strip()
+    return value or default
+
+
+def integer(name: str, default: int | None = None, minimum: int = 0) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        if default is None:
+            raise SettingError(name, "is required but not set")
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SettingError(name, f"must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise SettingError(name, f"must be at least {minimum}, got {value}")
+    return value
+
+
+def secret_list(name: str) -> list[str]:
+    """A comma-separated list of secrets (several during a rotation)."""
+    values = [part.strip() for part in required(name).split(",") if part.strip()]
+    if not values:
+        raise SettingError(name, "must name at least one secret")
+    return values
+
+
+def refuse_to_start_on_bad_settings(main: Callable[P, R]) -> Callable[P, R]:
+    """Wraps a process entry point: a SettingError ends it with exit code 2 and the reason."""
+
+    @wraps(main)
+    def guarded(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return main(*args, **kwargs)
+        except SettingError as error:
+            print(f"refusing to start: {error}", file=sys.stderr)
+            raise SystemExit(2) from None
+
+    return guarded

@@ -1,0 +1,197 @@
+"""The outbox relay: publishes committed outbox rows to Kafka, at least once.
+
+Rows are claimed with FOR UPDATE SKIP LOCKED, so several relays share the work and never
+publish the same row at the same time. A row is marked dispatched only after the broker
+acknowledged it; if the relay dies in between, the row is published again and consumers
+drop the copy by its effect id. No high-water mark is kept, so a row that commits late is
+still claimed. A broker outage delays rows without spending their attempts; a row that
+the broker refuses is retried with backoff and marked failed after the bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aiokafka import AIOKafkaProducer
+from opentelemetry import propagate, trace
+from opentelemetry.trace import SpanKind
+from sqlalchemy import Row, Table, func, select, update
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from servicekit import tracing
+from servicekit.kafka import OUTAGE_ERRORS, broker_answers
+from servicekit.retry import RetryPolicy, seconds_from_now
+from servicekit.schema import DISPATCHED, FAILED, PENDING
+
+log = logging.getLogger(__name__)
+AfterAck = Callable[[Sequence[Row[Any]]], Awaitable[None]]
+
+
+class BrokerUnavailable(RuntimeError):
+    """Kafka could not be reached; the claimed rows stay pending with their attempts intact."""
+
+
+@dataclass
+class _Outcome:
+    acked: list[Any]
+    refused: list[tuple[Row[Any], BaseException]]
+    outage: bool
+
+
+class OutboxRelay:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        outbox: Table,
+        producer: AIOKafkaProducer,
+        policy: RetryPolicy | None = None,
+        batch_size: int = 500,
+        idle_wait_s: float = 0.02,
+        after_broker_ack: AfterAck | None = None,
+    ) -> None:
+        self._sessions = sessions
+        self._outbox = outbox
+        self._producer = producer
+        self._policy = policy or RetryPolicy()
+        self._batch_size = batch_size
+        self._idle_wait_s = idle_wait_s
+        # Fault injection for tests: runs between the broker's ack and the row's update.
+        self._after_broker_ack = after_broker_ack
+        self._tracer = tracing.tracer("servicekit.relay")
+
+    async def run(self, stopping: asyncio.Event) -> None:
+        backoff = self._policy.base_delay_s
+        while not stopping.is_set():
+            try:
+                published = await self.relay_batch()
+                backoff = self._policy.base_delay_s
+            except (BrokerUnavailable, DBAPIError, OSError) as error:
+                log.warning("relay waiting %.1fs: %s", backoff, error)
+                await _wait(stopping, backoff)
+                backoff = min(backoff * 2, 5.0)
+                continue
+            if published == 0:
+                await _wait(stopping, self._idle_wait_s)
+
+    async def relay_batch(self) -> int:
+        """Publishes one batch of due rows; returns how many the broker acknowledged."""
+        async with self._sessions() as session, session.begin():
+            rows = await self._claim(session)
+            if not rows:
+                return 0
+            outcome = await self._publish(rows)
+            if self._after_broker_ack is not None and outcome.acked:
+                await self._after_broker_ack(rows)
+            await self._mark_dispatched(session, outcome.acked)
+            await self._mark_refused(session, outcome.refused)
+        if outcome.outage:
+            raise BrokerUnavailable("broker did not acknowledge; rows stay pending")
+        return len(outcome.acked)
+
+    async def _claim(self, session: AsyncSession) -> Sequence[Any]:
+        t = self._outbox.c
+        query = (
+            select(
+                t.effect_id,
+                t.topic,
+                t.key,
+                t.payload,
+                t.headers,
+                t.attempts,
+                t.dispatch_generation,
+                t.event_type,
+            )
+            .where(t.state == PENDING, t.next_attempt_at <= func.now())
+            .order_by(t.seq)
+            .limit(self._batch_size)
+            .with_for_update(skip_locked=True)
+        )
+        return (await session.execute(query)).all()
+
+    async def _publish(self, rows: Sequence[Row[Any]]) -> _Outcome:
+        spans, futures = [], []
+        for row in rows:
+            span = self._tracer.start_span(
+                f"outbox publish {row.topic}",
+                context=tracing.context_from(row.headers),
+                kind=SpanKind.PRODUCER,
+                attributes={"messaging.message.id": str(row.effect_id)},
+            )
+            spans.append(span)
+            futures.append(asyncio.ensure_future(self._send(row, span)))
+        results = await asyncio.gather(*futures, return_exceptions=True)
+        for span in spans:
+            span.end()
+        return await self._classify(rows, results)
+
+    async def _send(self, row: Row[Any], span: trace.Span) -> Any:
+        carrier: dict[str, str] = {}
+        propagate.inject(carrier, context=trace.set_span_in_context(span))
+        headers = [
+            ("event-id", str(row.effect_id).encode()),
+            ("event-type", row.event_type.encode()),
+            ("dispatch-generation", str(row.dispatch_generation).encode()),
+            *((name, value.encode()) for name, value in carrier.items()),
+        ]
+        delivery = await self._producer.send(
+            row.topic, value=row.payload, key=row.key.encode(), headers=headers
+        )
+        return await delivery
+
+    async def _classify(self, rows: Sequence[Row[Any]], results: list[Any]) -> _Outcome:
+        acked = [
+            row.effect_id
+            for row, result in zip(rows, results, strict=True)
+            if not isinstance(result, BaseException)
+        ]
+        failures = [
+            (row, result)
+            for row, result in zip(rows, results, strict=True)
+            if isinstance(result, BaseException)
+        ]
+        outage = bool(failures) and (
+            any(isinstance(error, OUTAGE_ERRORS) for _, error in failures)
+            and not await broker_answers(self._producer)
+        )
+        return _Outcome(acked=acked, refused=[] if outage else failures, outage=outage)
+
+    async def _mark_dispatched(self, session: AsyncSession, effect_ids: list[Any]) -> None:
+        if not effect_ids:
+            return
+        t = self._outbox.c
+        await session.execute(
+            update(self._outbox)
+            .where(t.effect_id.in_(effect_ids))
+            .values(
+                state=DISPATCHED, dispatched_at=func.now(), attempts=t.attempts + 1, last_error=None
+            )
+        )
+
+    async def _mark_refused(
+        self, session: AsyncSession, refused: list[tuple[Row[Any], BaseException]]
+    ) -> None:
+        for row, error in refused:
+            attempts = row.attempts + 1
+            exhausted = self._policy.exhausted(attempts)
+            log.warning("outbox row %s refused (attempt %d): %r", row.effect_id, attempts, error)
+            await session.execute(
+                update(self._outbox)
+                .where(self._outbox.c.effect_id == row.effect_id)
+                .values(
+                    attempts=attempts,
+                    state=FAILED if exhausted else PENDING,
+                    last_error=repr(error)[:2000],
+                    next_attempt_at=seconds_from_now(self._policy.delay_after(attempts)),
+                )
+            )
+
+
+async def _wait(stopping: asyncio.Event, seconds: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stopping.wait(), seconds)

@@ -1,0 +1,142 @@
+"""The tables of the eventing mechanics, added to each service's own metadata.
+
+Every service owns its database, so every service has its own outbox, inbox, timers
+and audit log, with the same shape everywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    Identity,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    PrimaryKeyConstraint,
+    Table,
+    Text,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB, UUID
+
+PENDING = "pending"
+DISPATCHED = "dispatched"
+FAILED = "failed"
+PROCESSED = "processed"
+FIRED = "fired"
+CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True)
+class EventingTables:
+    outbox: Table
+    inbox: Table
+    timers: Table
+    audit_log: Table
+
+
+def add_eventing_tables(metadata: MetaData) -> EventingTables:
+    return EventingTables(
+        outbox=_outbox(metadata),
+        inbox=_inbox(metadata),
+        timers=_timers(metadata),
+        audit_log=_audit_log(metadata),
+    )
+
+
+def _now() -> Column[object]:
+    return Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now())
+
+
+def _outbox(metadata: MetaData) -> Table:
+    table = Table(
+        "outbox",
+        metadata,
+        Column("effect_id", UUID(as_uuid=True), primary_key=True),
+        # Claim order only; a row that commits late keeps its smaller seq and is still
+        # claimed because the relay never keeps a high-water mark.
+        Column("seq", BigInteger, Identity(), nullable=False, unique=True),
+        Column("topic", Text, nullable=False),
+        Column("key", Text, nullable=False),
+        Column("event_type", Text, nullable=False),
+        Column("payload", LargeBinary, nullable=False),
+        Column("headers", JSONB, nullable=False),
+        Column("state", Text, nullable=False, server_default=PENDING),
+        Column("attempts", Integer, nullable=False, server_default="0"),
+        Column(
+            "next_attempt_at", DateTime(timezone=True), nullable=False, server_default=func.now()
+        ),
+        Column("dispatch_generation", Integer, nullable=False, server_default="0"),
+        Column("last_error", Text),
+        _now(),
+        Column("dispatched_at", DateTime(timezone=True)),
+    )
+    Index(
+        "outbox_pending_due",
+        table.c.next_attempt_at,
+        table.c.seq,
+        postgresql_where=text("state = 'pending'"),
+    )
+    return table
+
+
+def _inbox(metadata: MetaData) -> Table:
+    return Table(
+        "inbox",
+        metadata,
+        Column("consumer", Text, nullable=False),
+        Column("event_id", Text, nullable=False),
+        Column("event_type", Text, nullable=False),
+        Column("state", Text, nullable=False),
+        Column("dispatch_generation", Integer, nullable=False, server_default="0"),
+        Column("attempts", Integer, nullable=False, server_default="0"),
+        Column("last_error", Text),
+        Column("topic", Text, nullable=False),
+        Column("partition", Integer, nullable=False),
+        Column("offset", BigInteger, nullable=False),
+        # Kept for a parked message, so an operator can see what failed.
+        Column("payload", LargeBinary),
+        _now(),
+        Column("processed_at", DateTime(timezone=True)),
+        PrimaryKeyConstraint("consumer", "event_id", name="inbox_pkey"),
+    )
+
+
+def _timers(metadata: MetaData) -> Table:
+    table = Table(
+        "timers",
+        metadata,
+        Column("timer_id", UUID(as_uuid=True), primary_key=True),
+        Column("kind", Text, nullable=False),
+        Column("aggregate_id", Text, nullable=False),
+        Column("due_at", DateTime(timezone=True), nullable=False),
+        # The state the job expects to find when it fires; a handler does nothing if it changed.
+        Column("expected", JSONB, nullable=False),
+        Column("state", Text, nullable=False, server_default=PENDING),
+        Column("attempts", Integer, nullable=False, server_default="0"),
+        Column("last_error", Text),
+        Column("headers", JSONB, nullable=False),
+        _now(),
+        Column("fired_at", DateTime(timezone=True)),
+    )
+    Index("timers_pending_due", table.c.due_at, postgresql_where=text("state = 'pending'"))
+    return table
+
+
+def _audit_log(metadata: MetaData) -> Table:
+    return Table(
+        "audit_log",
+        metadata,
+        Column("audit_id", BigInteger, Identity(), primary_key=True),
+        Column("at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+        Column("actor", Text, nullable=False),
+        Column("action", Text, nullable=False),
+        Column("subject", Text, nullable=False),
+        Column("detail", JSONB, nullable=False),
+    )

@@ -1,0 +1,79 @@
+"""Fixtures shared by every suite: real PostgreSQL and Kafka, isolated per test.
+
+The core suite runs against real infrastructure and fails, never skips, when it cannot be
+had. Each test gets its own databases and its own topic prefix, so tests never depend on
+each other and can share one broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+
+import pytest
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from servicekit import tracing
+from tests.support.infrastructure import (
+    Infrastructure,
+    create_database,
+    drop_database,
+    ensure_infrastructure,
+)
+
+_EXPORTER = InMemorySpanExporter()
+
+
+@pytest.fixture(scope="session")
+def infra() -> Infrastructure:
+    return ensure_infrastructure()
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(infra: Infrastructure) -> str:
+    return infra.kafka_bootstrap
+
+
+@pytest.fixture(scope="session")
+def span_exporter() -> InMemorySpanExporter:
+    """Every span of the test process, services included, lands here."""
+    tracing.configure_tracing("liftfit-tests", exporter=_EXPORTER)
+    return _EXPORTER
+
+
+@pytest.fixture
+def new_database(infra: Infrastructure) -> Iterator[Callable[[str], str]]:
+    """Creates fresh databases; returns their SQLAlchemy URLs (postgresql+psycopg)."""
+    created: list[str] = []
+
+    def make(prefix: str) -> str:
+        name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+        url = create_database(infra.pg_admin_dsn, name)
+        created.append(name)
+        return url.replace("postgresql://", "postgresql+psycopg://", 1)
+
+    yield make
+    for name in created:
+        drop_database(infra.pg_admin_dsn, name)
+
+
+@pytest.fixture
+async def new_topics(
+    kafka_bootstrap: str,
+) -> AsyncIterator[Callable[[dict[str, int]], Awaitable[str]]]:
+    """Creates topics under a fresh prefix; returns the prefix."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+    await admin.start()
+
+    async def make(partitions_by_topic: dict[str, int]) -> str:
+        prefix = f"t{uuid.uuid4().hex[:8]}."
+        await admin.create_topics(
+            [NewTopic(prefix + name, count, 1) for name, count in partitions_by_topic.items()]
+        )
+        await asyncio.sleep(0.2)  # let the new partitions' leaders settle
+        return prefix
+
+    yield make
+    await admin.close()
