@@ -549,7 +549,7 @@ cmd_psql() {
   exec "$psql_bin" "postgresql://$PG_USER:$PG_PASSWORD@127.0.0.1:$PG_PORT/$db" "$@"
 }
 
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"; }
 
 main() {
   local cmd="${1:-}"

@@ -1,0 +1,59 @@
+# LIFT & FIT Private Space. `make up` runs the whole platform locally; `make test` runs every test.
+SHELL := /bin/bash
+PY := .venv/bin/python
+VENV_STAMP := .venv/.installed
+
+.PHONY: install protos lint test test-only up down status infra-up bench bench-relay bench-booking lock
+
+install: $(VENV_STAMP) build/gen/liftfit
+
+$(VENV_STAMP): requirements.lock
+	@command -v python3.11 >/dev/null || command -v python3 >/dev/null
+	@test -x .venv/bin/python || python3 -m venv .venv
+	.venv/bin/pip install -q --upgrade pip
+	.venv/bin/pip install -q -r requirements.lock
+	@site=$$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
+	  printf '%s\n%s\n' "$(CURDIR)" "$(CURDIR)/build/gen" > "$$site/liftfit-repo.pth"
+	@touch $(VENV_STAMP)
+
+build/gen/liftfit: $(VENV_STAMP) $(shell find protos -name '*.proto')
+	scripts/gen_protos.sh
+
+protos: $(VENV_STAMP)
+	scripts/gen_protos.sh
+
+# Re-resolves requirements.in into the pinned requirements.lock.
+lock:
+	rm -rf /tmp/liftfit-lock && python3 -m venv /tmp/liftfit-lock
+	/tmp/liftfit-lock/bin/pip install -q -r requirements.in
+	/tmp/liftfit-lock/bin/pip freeze | sort -f > requirements.lock
+
+infra-up:
+	bash deploy/local/infra.sh up
+
+lint: install
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
+	.venv/bin/mypy servicekit services gateway_bff sandboxes tests
+
+test: install infra-up lint test-only
+
+test-only:
+	.venv/bin/pytest -q
+
+up: install infra-up
+	bash scripts/platform.sh up
+
+down:
+	bash deploy/local/infra.sh down
+
+status:
+	bash deploy/local/infra.sh status
+
+bench: bench-relay bench-booking
+
+bench-relay: install infra-up
+	$(PY) -m benchmarks.relay
+
+bench-booking: install infra-up
+	$(PY) -m services.booking.bench

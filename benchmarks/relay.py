@@ -1,0 +1,218 @@
+"""Outbox relay benchmark: `make bench-relay`. Prints figures; asserts nothing.
+
+1. Burst: 20,000 committed outbox rows drained by one relay to a consumer: relay rows/s and
+   commit-to-consume latency p50/p99 (dominated by queueing, since all rows wait at once).
+2. Bare: the same 20,000 messages sent by a bare idempotent aiokafka producer, for scale.
+3. Steady: rows committed at 1,000 rows/s for 10 s while the relay runs: p99 latency.
+The last line is one JSON object with the figures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import time
+import uuid
+from collections.abc import Iterable
+
+from aiokafka import AIOKafkaConsumer
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from google.protobuf.wrappers_pb2 import StringValue
+from sqlalchemy import MetaData
+
+from servicekit import db, envelope, kafka
+from servicekit.outbox import Outbox
+from servicekit.relay import OutboxRelay
+from servicekit.runtime import create_schema
+from servicekit.schema import EventingTables, add_eventing_tables
+from tests.support.infrastructure import create_database, drop_database, ensure_infrastructure
+
+BURST_ROWS = 20_000
+STEADY_RATE = 1_000
+STEADY_SECONDS = 10
+
+
+class Receiver:
+    """Consumes a topic and notes when each event id arrived."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.arrived: dict[str, float] = {}
+        self._consumer = AIOKafkaConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            auto_offset_reset="latest",
+            group_id=f"bench-{uuid.uuid4().hex[:6]}",
+            enable_auto_commit=False,
+        )
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        await self._consumer.start()
+        await self._consumer.getmany(timeout_ms=500)  # joined and positioned at the end
+        self._task = asyncio.create_task(self._receive())
+
+    async def _receive(self) -> None:
+        while True:
+            for records in (await self._consumer.getmany(timeout_ms=100)).values():
+                now = time.time()
+                for record in records:
+                    self.arrived[dict(record.headers)["event-id"].decode()] = now
+
+    async def wait_for(self, count: int, timeout_s: float = 300) -> None:
+        deadline = time.time() + timeout_s
+        while len(self.arrived) < count and time.time() < deadline:
+            await asyncio.sleep(0.05)
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+        await self._consumer.stop()
+
+
+async def commit_rows(sessions, outbox: Outbox, topic: str, count: int) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    committed: dict[str, float] = {}
+    async with sessions() as session, session.begin():
+        ids = [
+            await outbox.append(session, topic, str(uuid.uuid4()), StringValue(value="b"))
+            for _ in range(count)
+        ]
+    now = time.time()
+    committed.update({str(i): now for i in ids})
+    return committed
+
+
+async def pending(sessions, tables: EventingTables) -> int:  # type: ignore[no-untyped-def]
+    async with sessions() as session:
+        return (await Outbox(tables.outbox, "bench").backlog(session))["pending"]
+
+
+def latencies_ms(committed: dict[str, float], arrived: dict[str, float]) -> list[float]:
+    return sorted((arrived[i] - t) * 1000 for i, t in committed.items() if i in arrived)
+
+
+def percentile(values: Iterable[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+async def burst(sessions, tables: EventingTables, bootstrap: str, topic: str) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    outbox = Outbox(tables.outbox, "bench")
+    receiver = Receiver(bootstrap, topic)
+    await receiver.start()
+    committed: dict[str, float] = {}
+    for _ in range(BURST_ROWS // 1000):
+        committed |= await commit_rows(sessions, outbox, topic, 1000)
+    task, stopping, producer = await _start_relay(sessions, tables, bootstrap)
+    started = time.time()
+    while await pending(sessions, tables):
+        await asyncio.sleep(0.02)
+    elapsed = time.time() - started
+    await receiver.wait_for(BURST_ROWS)
+    stopping.set()
+    await task
+    await producer.stop()
+    await receiver.stop()
+    lat = latencies_ms(committed, receiver.arrived)
+    return {
+        "relay_rows_per_s": BURST_ROWS / elapsed,
+        "p50_ms": statistics.median(lat),
+        "p99_ms": percentile(lat, 0.99),
+        "received": len(receiver.arrived),
+    }
+
+
+async def bare(bootstrap: str, topic: str) -> float:
+    """The same messages from a bare producer, with a receiver running as in the burst."""
+    receiver = Receiver(bootstrap, topic)
+    await receiver.start()
+    producer = kafka.make_producer(bootstrap, "bench-bare")
+    await producer.start()
+    payload = envelope.wrap(StringValue(value="b"), "k", "bench", {}, uuid.uuid4())
+    raw = payload.SerializeToString()
+    started = time.time()
+    futures = [
+        await producer.send(
+            topic, raw, key=str(i).encode(), headers=[("event-id", str(i).encode())]
+        )
+        for i in range(BURST_ROWS)
+    ]
+    await asyncio.gather(*futures)
+    elapsed = time.time() - started
+    await producer.stop()
+    await receiver.wait_for(BURST_ROWS)
+    await receiver.stop()
+    return BURST_ROWS / elapsed
+
+
+async def steady(sessions, tables: EventingTables, bootstrap: str, topic: str) -> float:  # type: ignore[no-untyped-def]
+    outbox = Outbox(tables.outbox, "bench")
+    receiver = Receiver(bootstrap, topic)
+    await receiver.start()
+    task, stopping, producer = await _start_relay(sessions, tables, bootstrap)
+    committed: dict[str, float] = {}
+    tick, per_tick = 0.01, STEADY_RATE // 100
+    started = time.time()
+    for step in range(STEADY_SECONDS * 100):
+        committed |= await commit_rows(sessions, outbox, topic, per_tick)
+        await asyncio.sleep(max(0.0, started + (step + 1) * tick - time.time()))
+    await receiver.wait_for(len(committed), 60)
+    stopping.set()
+    await task
+    await producer.stop()
+    await receiver.stop()
+    return percentile(latencies_ms(committed, receiver.arrived), 0.99)
+
+
+async def _start_relay(sessions, tables: EventingTables, bootstrap: str):  # type: ignore[no-untyped-def]
+    producer = kafka.make_producer(bootstrap, "bench-relay")
+    await producer.start()
+    relay = OutboxRelay(sessions, tables.outbox, producer, batch_size=1000, idle_wait_s=0.005)
+    stopping = asyncio.Event()
+    return asyncio.create_task(relay.run(stopping)), stopping, producer
+
+
+async def main() -> None:
+    infra = ensure_infrastructure()
+    name = f"bench_relay_{uuid.uuid4().hex[:8]}"
+    url = create_database(infra.pg_admin_dsn, name).replace(
+        "postgresql://", "postgresql+psycopg://"
+    )
+    metadata = MetaData()
+    tables = add_eventing_tables(metadata)
+    engine = db.make_engine(url)
+    await create_schema(engine, metadata)
+    sessions = db.make_session_factory(engine)
+    prefix = f"bench{uuid.uuid4().hex[:6]}."
+    admin = AIOKafkaAdminClient(bootstrap_servers=infra.kafka_bootstrap)
+    await admin.start()
+    topics = [prefix + t for t in ("burst", "bare", "steady")]
+    await admin.create_topics([NewTopic(t, 6, 1) for t in topics])
+    try:
+        figures = await burst(sessions, tables, infra.kafka_bootstrap, topics[0])
+        bare_rate = await bare(infra.kafka_bootstrap, topics[1])
+        steady_p99 = await steady(sessions, tables, infra.kafka_bootstrap, topics[2])
+    finally:
+        await admin.delete_topics(topics)
+        await admin.close()
+        await engine.dispose()
+        drop_database(infra.pg_admin_dsn, name)
+    result = {
+        "relay_rows_per_s": round(figures["relay_rows_per_s"], 1),
+        "bare_rows_per_s": round(bare_rate, 1),
+        "ratio": round(figures["relay_rows_per_s"] / bare_rate, 3),
+        "p50_ms": round(figures["p50_ms"], 1),
+        "p99_ms": round(figures["p99_ms"], 1),
+        "p99_ms_at_1000_rows_per_s": round(steady_p99, 1),
+    }
+    print(
+        f"burst: {BURST_ROWS} rows, relay {result['relay_rows_per_s']} rows/s, "
+        f"bare producer {result['bare_rows_per_s']} rows/s, ratio {result['ratio']}"
+    )
+    print(f"burst commit-to-consume latency: p50 {result['p50_ms']} ms, p99 {result['p99_ms']} ms")
+    print(f"steady {STEADY_RATE} rows/s for {STEADY_SECONDS}s: p99 {steady_p99:.1f} ms")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

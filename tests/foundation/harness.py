@@ -1,0 +1,181 @@
+"""A minimal producer and consumer built from servicekit alone, on real PostgreSQL and Kafka.
+
+The mechanics tests use it instead of a service, so they prove the outbox, relay, inbox
+and timers without depending on booking or payment rules. The consumer's one effect is a
+row in `applied` per handled event: a duplicate effect shows up as a second row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from google.protobuf.message import Message
+from google.protobuf.wrappers_pb2 import StringValue
+from liftfit.events.v1.envelope_pb2 import EventEnvelope
+from sqlalchemy import Column, MetaData, Table, Text, func, select
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from servicekit import db, kafka
+from servicekit.inbox import Inbox, InboxConsumer
+from servicekit.outbox import Outbox
+from servicekit.relay import OutboxRelay
+from servicekit.retry import RetryPolicy
+from servicekit.runtime import create_schema
+from servicekit.schema import EventingTables, add_eventing_tables
+
+TOPIC = "skeleton.events"
+
+
+@dataclass
+class Side:
+    """One service's database: its eventing tables plus `applied` and `switches`."""
+
+    engine: AsyncEngine
+    sessions: async_sessionmaker[AsyncSession]
+    tables: EventingTables
+    applied: Table
+    switches: Table
+
+    @classmethod
+    async def create(cls, url: str) -> Side:
+        metadata = MetaData()
+        tables = add_eventing_tables(metadata)
+        applied = Table(
+            "applied",
+            metadata,
+            Column("event_id", Text),
+            Column("aggregate_id", Text),
+            Column("note", Text),
+        )
+        switches = Table("switches", metadata, Column("name", Text, primary_key=True))
+        engine = db.make_engine(url, pool_size=5)
+        await create_schema(engine, metadata)
+        return cls(engine, db.make_session_factory(engine), tables, applied, switches)
+
+    async def scalar(self, query: Any) -> Any:
+        async with self.sessions() as session:
+            return (await session.execute(query)).scalar_one()
+
+    async def applied_count(self, aggregate_id: str | None = None) -> int:
+        query = select(func.count()).select_from(self.applied)
+        if aggregate_id is not None:
+            query = query.where(self.applied.c.aggregate_id == aggregate_id)
+        return int(await self.scalar(query))
+
+    async def outbox_states(self) -> dict[str, int]:
+        async with self.sessions() as session:
+            return await Outbox(self.tables.outbox, "test").backlog(session)
+
+
+async def append_events(
+    side: Side, topic: str, notes: list[str], aggregate_id: str | None = None
+) -> list[uuid.UUID]:
+    """Writes one outbox row per note, each in its own transaction, as a service would."""
+    outbox = Outbox(side.tables.outbox, "harness")
+    ids = []
+    for note in notes:
+        async with side.sessions() as session, session.begin():
+            key = aggregate_id or str(uuid.uuid4())
+            ids.append(await outbox.append(session, topic, key, StringValue(value=note)))
+    return ids
+
+
+def applying_handler(
+    side: Side,
+) -> Callable[[AsyncSession, EventEnvelope, Message], Awaitable[None]]:
+    """Records the event in `applied`; fails for a 'poison' note until the switch is on."""
+
+    async def apply(session: AsyncSession, event: EventEnvelope, payload: Message) -> None:
+        assert isinstance(payload, StringValue)
+        if payload.value == "poison":
+            fixed = await session.execute(
+                select(side.switches.c.name).where(side.switches.c.name == "poison-fixed")
+            )
+            if fixed.first() is None:
+                raise ValueError("poison message: its cause is not fixed yet")
+        await session.execute(
+            side.applied.insert().values(
+                event_id=event.event_id, aggregate_id=event.aggregate_id, note=payload.value
+            )
+        )
+
+    return apply
+
+
+@dataclass
+class RunningConsumer:
+    inbox: Inbox
+    kafka_consumer: AIOKafkaConsumer
+    task: asyncio.Task[None]
+    stopping: asyncio.Event
+    producer: AIOKafkaProducer
+    extra: list[Any] = field(default_factory=list)
+
+    async def stop(self) -> None:
+        self.stopping.set()
+        await asyncio.wait_for(self.task, 10)
+        await self.kafka_consumer.stop()
+        await self.producer.stop()
+
+
+async def start_consumer(
+    side: Side, bootstrap: str, topic: str, group: str, policy: RetryPolicy | None = None
+) -> RunningConsumer:
+    dead_letters = kafka.make_producer(bootstrap, f"{group}-dlq")
+    await dead_letters.start()
+    inbox = Inbox(
+        group,
+        side.sessions,
+        side.tables.inbox,
+        {StringValue.DESCRIPTOR.full_name: applying_handler(side)},
+        dead_letters=dead_letters,
+        policy=policy or RetryPolicy(max_attempts=3, base_delay_s=0.05, max_delay_s=0.2),
+    )
+    consumer = kafka.make_consumer(bootstrap, group, [topic])
+    await consumer.start()
+    stopping = asyncio.Event()
+    task = asyncio.create_task(InboxConsumer(consumer, inbox).run(stopping))
+    return RunningConsumer(inbox, consumer, task, stopping, dead_letters)
+
+
+@dataclass
+class RunningRelay:
+    relay: OutboxRelay
+    producer: AIOKafkaProducer
+    task: asyncio.Task[None]
+    stopping: asyncio.Event
+
+    async def stop(self) -> None:
+        self.stopping.set()
+        await asyncio.wait_for(self.task, 30)
+        await self.producer.stop()
+
+
+async def start_relay(
+    side: Side, bootstrap: str, policy: RetryPolicy | None = None, batch_size: int = 500
+) -> RunningRelay:
+    producer = kafka.make_producer(bootstrap, f"relay-{uuid.uuid4().hex[:6]}")
+    await producer.start()
+    relay = OutboxRelay(
+        side.sessions,
+        side.tables.outbox,
+        producer,
+        policy=policy or RetryPolicy(max_attempts=3, base_delay_s=0.05, max_delay_s=0.2),
+        batch_size=batch_size,
+    )
+    stopping = asyncio.Event()
+    return RunningRelay(relay, producer, asyncio.create_task(relay.run(stopping)), stopping)
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], timeout_s: float = 30.0) -> None:
+    """Waits until check() holds; fails the test with a clear message otherwise."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not await check():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"condition not reached within {timeout_s}s")
+        await asyncio.sleep(0.1)

@@ -1,0 +1,157 @@
+"""The outbox relay publishes every committed row, at least once, and never loses one."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import uuid
+
+from aiokafka import AIOKafkaConsumer
+from google.protobuf.wrappers_pb2 import StringValue
+from sqlalchemy import select
+
+from servicekit.outbox import Outbox
+from servicekit.retry import RetryPolicy
+from tests.foundation.conftest import Pair
+from tests.foundation.harness import append_events, eventually, start_consumer, start_relay
+
+
+async def _read_event_ids(bootstrap: str, topic: str, expected: int) -> list[str]:
+    """Every event id on the topic, duplicates included, once `expected` have arrived."""
+    consumer = AIOKafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        auto_offset_reset="earliest",
+        group_id=f"reader-{uuid.uuid4().hex[:6]}",
+        enable_auto_commit=False,
+    )
+    await consumer.start()
+    ids: list[str] = []
+    try:
+        deadline = asyncio.get_running_loop().time() + 60
+        while len(ids) < expected and asyncio.get_running_loop().time() < deadline:
+            for records in (await consumer.getmany(timeout_ms=500)).values():
+                ids += [dict(r.headers)["event-id"].decode() for r in records]
+        # Anything extra (a duplicate) would arrive right behind; give it a moment.
+        for records in (await consumer.getmany(timeout_ms=1000)).values():
+            ids += [dict(r.headers)["event-id"].decode() for r in records]
+    finally:
+        await consumer.stop()
+    return ids
+
+
+async def test_two_relays_at_once_never_publish_a_row_twice_and_lose_nothing(pair: Pair) -> None:
+    ids = await append_events(pair.producer, pair.topic, [f"n{i}" for i in range(1500)])
+    relays = [await start_relay(pair.producer, pair.bootstrap, batch_size=50) for _ in range(2)]
+
+    async def drained() -> bool:
+        return (await pair.producer.outbox_states())["pending"] == 0
+
+    await eventually(drained, 60)
+    for relay in relays:
+        await relay.stop()
+    published = await _read_event_ids(pair.bootstrap, pair.topic, len(ids))
+    counts = collections.Counter(published)
+    assert set(counts) == {str(i) for i in ids}
+    assert max(counts.values()) == 1
+
+
+async def test_a_row_that_commits_after_a_later_row_was_published_is_still_published(
+    pair: Pair,
+) -> None:
+    outbox = Outbox(pair.producer.tables.outbox, "late")
+    relay = await start_relay(pair.producer, pair.bootstrap)
+    async with pair.producer.sessions() as slow_session:
+        await slow_session.begin()
+        # The slow transaction takes its sequence number first, then commits last.
+        late_id = await outbox.append(slow_session, pair.topic, "agg", StringValue(value="late"))
+        [early_id] = await append_events(pair.producer, pair.topic, ["early"])
+
+        async def early_dispatched() -> bool:
+            return await _state(pair, early_id) == "dispatched"
+
+        await eventually(early_dispatched)
+        await slow_session.commit()
+
+    async def late_dispatched() -> bool:
+        return await _state(pair, late_id) == "dispatched"
+
+    await eventually(late_dispatched)
+    await relay.stop()
+    assert str(late_id) in await _read_event_ids(pair.bootstrap, pair.topic, 2)
+
+
+async def test_a_row_the_broker_refuses_is_retried_then_marked_failed_not_retried_forever(
+    pair: Pair,
+) -> None:
+    # Larger than the producer's max request size: refused by Kafka every time.
+    [huge] = await append_events(pair.producer, pair.topic, ["x" * 2_000_000])
+    [fine] = await append_events(pair.producer, pair.topic, ["fine"])
+    relay = await start_relay(
+        pair.producer, pair.bootstrap, policy=RetryPolicy(max_attempts=3, base_delay_s=0.05)
+    )
+
+    async def huge_failed() -> bool:
+        return await _state(pair, huge) == "failed"
+
+    await eventually(huge_failed)
+    await relay.stop()
+    assert await _state(pair, fine) == "dispatched"
+    async with pair.producer.sessions() as session:
+        row = (
+            await session.execute(
+                select(pair.producer.tables.outbox).where(
+                    pair.producer.tables.outbox.c.effect_id == huge
+                )
+            )
+        ).one()
+    assert row.attempts == 3
+    assert "MessageSizeTooLarge" in (row.last_error or "")
+
+
+async def test_a_poison_message_is_parked_later_ones_flow_and_a_replay_delivers_it_once(
+    pair: Pair,
+) -> None:
+    aggregate = str(uuid.uuid4())  # one key: every message on the same partition
+    notes = ["before", "poison", "after-1", "after-2"]
+    ids = await append_events(pair.producer, pair.topic, notes, aggregate_id=aggregate)
+    relay = await start_relay(pair.producer, pair.bootstrap)
+    consumer = await start_consumer(pair.consumer, pair.bootstrap, pair.topic, "g-" + aggregate)
+
+    async def three_applied() -> bool:
+        return await pair.consumer.applied_count(aggregate) == 3
+
+    await eventually(three_applied)
+    assert await _inbox_state(pair, ids[1]) == "failed"
+    assert await _dead_letter_count(pair, ids[1]) == 1
+
+    async with pair.consumer.sessions() as session, session.begin():
+        await session.execute(pair.consumer.switches.insert().values(name="poison-fixed"))
+    async with pair.producer.sessions() as session, session.begin():
+        generation = await Outbox(pair.producer.tables.outbox, "x").replay(session, ids[1])
+    assert generation == 1
+
+    async def four_applied() -> bool:
+        return await pair.consumer.applied_count(aggregate) == 4
+
+    await eventually(four_applied)
+    await asyncio.sleep(1)  # a second application would land here
+    await relay.stop()
+    await consumer.stop()
+    assert await pair.consumer.applied_count(aggregate) == 4
+    assert await _inbox_state(pair, ids[1]) == "processed"
+
+
+async def _state(pair: Pair, effect_id: uuid.UUID) -> str:
+    t = pair.producer.tables.outbox
+    return str(await pair.producer.scalar(select(t.c.state).where(t.c.effect_id == effect_id)))
+
+
+async def _inbox_state(pair: Pair, event_id: uuid.UUID) -> str:
+    t = pair.consumer.tables.inbox
+    return str(await pair.consumer.scalar(select(t.c.state).where(t.c.event_id == str(event_id))))
+
+
+async def _dead_letter_count(pair: Pair, event_id: uuid.UUID) -> int:
+    ids = await _read_event_ids(pair.bootstrap, pair.topic + ".dlq", 1)
+    return ids.count(str(event_id))
