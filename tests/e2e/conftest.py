@@ -1,0 +1,53 @@
+"""End-to-end fixtures: the real booking and payment services in-process, sharing one topic
+prefix, with the real sandbox card gateway process (started by the payment suite's fixture)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+
+import httpx
+import pytest
+
+from services.booking import bootstrap as booking_bootstrap
+from services.booking.settings import Settings as BookingSettings
+from services.payment import bootstrap as payment_bootstrap
+from tests.payment.conftest import card_gateway_url, test_settings  # noqa: F401
+from tests.payment.harness import API_KEY
+
+TOPICS = {"booking.events": 3, "payment.events": 3, "access.events": 3}
+
+
+@dataclass
+class Platform:
+    booking: booking_bootstrap.BookingApp
+    payment: payment_bootstrap.PaymentApp
+    prefix: str
+
+
+@pytest.fixture
+async def platform(
+    new_database: Callable[[str], str],
+    new_topics: Callable[[dict[str, int]], Awaitable[str]],
+    kafka_bootstrap: str,
+    card_gateway_url: str,  # noqa: F811
+) -> AsyncIterator[Platform]:
+    prefix = await new_topics(TOPICS)
+    booking = booking_bootstrap.bootstrap(BookingSettings(
+        database_url=new_database("booking"), kafka_bootstrap=kafka_bootstrap,
+        grpc_address="127.0.0.1:0", topic_prefix=prefix,
+        idempotency_secret=uuid.uuid4().bytes, hold_seconds=900, terms_version="2026-11",
+    ))
+    payment = payment_bootstrap.bootstrap(
+        test_settings(new_database("payment"), kafka_bootstrap, card_gateway_url, prefix)
+    )
+    await booking.start()
+    await payment.start()
+    async with httpx.AsyncClient(base_url=card_gateway_url, timeout=5,
+                                 headers={"Authorization": f"Bearer {API_KEY}"}) as gateway:
+        await gateway.post("/_sandbox/reset")
+        await gateway.post("/_sandbox/config", json={"notify_url": payment.notification_url})
+    yield Platform(booking, payment, prefix)
+    await payment.stop()
+    await booking.stop()
