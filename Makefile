@@ -34,7 +34,7 @@ infra-up:
 lint: install
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
-	.venv/bin/mypy servicekit services gateway_bff sandboxes tests
+	.venv/bin/mypy servicekit services sandboxes tests benchmarks
 
 test: install infra-up lint test-only
 
