@@ -34,18 +34,25 @@ async def platform(
     card_gateway_url: str,  # noqa: F811
 ) -> AsyncIterator[Platform]:
     prefix = await new_topics(TOPICS)
-    booking = booking_bootstrap.bootstrap(BookingSettings(
-        database_url=new_database("booking"), kafka_bootstrap=kafka_bootstrap,
-        grpc_address="127.0.0.1:0", topic_prefix=prefix,
-        idempotency_secret=uuid.uuid4().bytes, hold_seconds=900, terms_version="2026-11",
-    ))
+    booking = booking_bootstrap.bootstrap(
+        BookingSettings(
+            database_url=new_database("booking"),
+            kafka_bootstrap=kafka_bootstrap,
+            grpc_address="127.0.0.1:0",
+            topic_prefix=prefix,
+            idempotency_secret=uuid.uuid4().bytes,
+            hold_seconds=900,
+            terms_version="2026-11",
+        )
+    )
     payment = payment_bootstrap.bootstrap(
         test_settings(new_database("payment"), kafka_bootstrap, card_gateway_url, prefix)
     )
     await booking.start()
     await payment.start()
-    async with httpx.AsyncClient(base_url=card_gateway_url, timeout=5,
-                                 headers={"Authorization": f"Bearer {API_KEY}"}) as gateway:
+    async with httpx.AsyncClient(
+        base_url=card_gateway_url, timeout=5, headers={"Authorization": f"Bearer {API_KEY}"}
+    ) as gateway:
         await gateway.post("/_sandbox/reset")
         await gateway.post("/_sandbox/config", json={"notify_url": payment.notification_url})
     yield Platform(booking, payment, prefix)

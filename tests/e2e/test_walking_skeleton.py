@@ -31,12 +31,28 @@ async def _card_checkout(platform: Platform) -> bpb.Booking:
         booking = booking_pb2_grpc.BookingServiceStub(channel)
         space = await booking.CreateSpace(bpb.CreateSpaceRequest(name="Karlin", timezone="UTC"))
         starts = datetime.now(UTC).replace(microsecond=0) + timedelta(days=2)
-        slots = await booking.CreateSlots(bpb.CreateSlotsRequest(space_id=space.space_id, slots=[
-            bpb.NewSlot(starts_at=_at(starts), ends_at=_at(starts + timedelta(hours=1)),
-                        price=events_pb2.Money(amount=45000, currency="CZK"))]))
-        reply = await booking.Checkout(bpb.CheckoutRequest(
-            org_id=str(uuid.uuid4()), user="anna", idempotency_key=uuid.uuid4().hex,
-            slot_id=slots.slots[0].slot_id, party_size=1, payment_mode="card"))
+        slots = await booking.CreateSlots(
+            bpb.CreateSlotsRequest(
+                space_id=space.space_id,
+                slots=[
+                    bpb.NewSlot(
+                        starts_at=_at(starts),
+                        ends_at=_at(starts + timedelta(hours=1)),
+                        price=events_pb2.Money(amount=45000, currency="CZK"),
+                    )
+                ],
+            )
+        )
+        reply = await booking.Checkout(
+            bpb.CheckoutRequest(
+                org_id=str(uuid.uuid4()),
+                user="anna",
+                idempotency_key=uuid.uuid4().hex,
+                slot_id=slots.slots[0].slot_id,
+                party_size=1,
+                payment_mode="card",
+            )
+        )
         return reply.booking
 
 
@@ -46,7 +62,8 @@ async def _payment_of(platform: Platform, booking_id: str) -> ppb.Payment:
         for _ in range(200):
             try:
                 return await payments.GetPaymentForBooking(
-                    ppb.GetPaymentForBookingRequest(booking_id=booking_id))
+                    ppb.GetPaymentForBookingRequest(booking_id=booking_id)
+                )
             except grpc.aio.AioRpcError as error:
                 if error.code() != grpc.StatusCode.NOT_FOUND:
                     raise
@@ -79,6 +96,8 @@ async def test_one_trace_follows_the_checkout_from_the_grpc_call_to_the_payment_
     kinds = {(s.kind, s.name) for s in in_trace}
     assert (SpanKind.SERVER, "/liftfit.booking.v1.BookingService/Checkout") in kinds
     assert (SpanKind.PRODUCER, f"outbox publish {topic}") in kinds
-    consumers = [s for s in in_trace if s.kind == SpanKind.CONSUMER and s.name == f"consume {topic}"]
+    consumers = [
+        s for s in in_trace if s.kind == SpanKind.CONSUMER and s.name == f"consume {topic}"
+    ]
     assert any((s.attributes or {}).get("consumer") == "payment" for s in consumers)
     assert booking.trace_id in ("", format(trace_id, "032x"))
