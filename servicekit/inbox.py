@@ -198,12 +198,31 @@ class Inbox:
             marker = await self._lock_marker(session, placeholder.event_id)
             await self._write_marker(session, delivery, placeholder, marker, FAILED, error)
         if self._dead_letters is not None:
-            headers = [(k, v.encode()) for k, v in delivery.headers.items()]
-            headers.append(("parked-error", repr(error)[:500].encode()))
-            await self._dead_letters.send_and_wait(
-                f"{delivery.topic}.dlq", value=delivery.value, headers=headers
-            )
+            await self._copy_to_dead_letters(delivery, error)
         return "parked"
+
+    async def _copy_to_dead_letters(self, delivery: Delivery, error: BaseException) -> None:
+        # The failed inbox row is the durable record; the dead-letter copy is a convenience
+        # for tools that read topics, so failing to write it must not stop the partition.
+        assert self._dead_letters is not None
+        headers = [(k, v.encode()) for k, v in delivery.headers.items()]
+        headers.append(("parked-error", repr(error)[:500].encode()))
+        try:
+            await asyncio.wait_for(
+                self._dead_letters.send_and_wait(
+                    f"{delivery.topic}.dlq", value=delivery.value, headers=headers
+                ),
+                10,
+            )
+        except Exception as dlq_error:
+            log.error(
+                "%s: dead-letter copy of %s/%d@%d failed: %r",
+                self.name,
+                delivery.topic,
+                delivery.partition,
+                delivery.offset,
+                dlq_error,
+            )
 
 
 def _already_handled(marker: Any, generation: int) -> bool:
