@@ -1,0 +1,1 @@
+"""The payment service: orders, card payments at the gateway, reconciliation and refunds."""

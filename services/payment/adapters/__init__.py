@@ -1,0 +1,1 @@
+"""Adapters: the database, the card gateway."""

@@ -1,0 +1,177 @@
+"""The payment database: tables, constraints and the eventing tables of servicekit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    Column,
+    DateTime,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    Table,
+    Text,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import UUID
+
+from servicekit.schema import EventingTables, add_eventing_tables
+
+
+@dataclass(frozen=True)
+class Tables:
+    metadata: MetaData
+    plans: Table
+    orders: Table
+    order_commands: Table
+    payments: Table
+    incidents: Table
+    eventing: EventingTables
+
+
+def _created() -> Column[object]:
+    return Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now())
+
+
+def _updated() -> Column[object]:
+    return Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now())
+
+
+def _plans(metadata: MetaData) -> Table:
+    return Table(
+        "plans",
+        metadata,
+        Column("plan_code", Text, nullable=False),
+        Column("plan_version", Integer, nullable=False),
+        Column("kind", Text, nullable=False),
+        Column("name", Text, nullable=False),
+        Column("amount", BigInteger, nullable=False),
+        Column("currency", Text, nullable=False),
+        Column("entries", Integer, nullable=False),
+        Column("period_days", Integer, nullable=False),
+        _created(),
+        PrimaryKeyConstraint("plan_code", "plan_version", name="plans_pkey"),
+        CheckConstraint("kind IN ('pass', 'subscription')", name="plans_kind"),
+    )
+
+
+def _orders(metadata: MetaData) -> Table:
+    table = Table(
+        "orders",
+        metadata,
+        Column("order_id", UUID(as_uuid=True), primary_key=True),
+        Column("org_id", Text, nullable=False),
+        Column("user_name", Text, nullable=False),
+        Column("state", Text, nullable=False),
+        # A copy of the plan version: a later catalogue change never changes an order.
+        Column("plan_code", Text, nullable=False),
+        Column("plan_version", Integer, nullable=False),
+        Column("kind", Text, nullable=False),
+        Column("amount", BigInteger, nullable=False),
+        Column("currency", Text, nullable=False),
+        Column("entries", Integer, nullable=False),
+        Column("period_days", Integer, nullable=False),
+        Column("period_starts_at", DateTime(timezone=True)),
+        Column("period_ends_at", DateTime(timezone=True)),
+        _created(),
+        _updated(),
+    )
+    # The last guard behind the organisation lock: one open initial subscription order.
+    Index(
+        "orders_one_open_subscription",
+        table.c.org_id,
+        unique=True,
+        postgresql_where=text("kind = 'subscription' AND state = 'pending'"),
+    )
+    return table
+
+
+def _order_commands(metadata: MetaData) -> Table:
+    return Table(
+        "order_commands",
+        metadata,
+        Column("organization_id", Text, nullable=False),
+        Column("key", Text, nullable=False),
+        Column("fingerprint", Text, nullable=False),
+        Column("order_id", UUID(as_uuid=True), nullable=False),
+        _created(),
+        # Kept as long as the order: a replay after any time returns the same order.
+        PrimaryKeyConstraint("organization_id", "key", name="order_commands_pkey"),
+        # Deferred, because the command is claimed first and the order written after it.
+        ForeignKeyConstraint(
+            ["order_id"],
+            ["orders.order_id"],
+            name="order_commands_order_fkey",
+            deferrable=True,
+            initially="DEFERRED",
+        ),
+    )
+
+
+def _payments(metadata: MetaData) -> Table:
+    return Table(
+        "payments",
+        metadata,
+        Column("payment_id", UUID(as_uuid=True), primary_key=True),
+        Column("org_id", Text, nullable=False),
+        Column("booking_id", Text, unique=True),
+        Column("order_id", UUID(as_uuid=True), unique=True),
+        Column("state", Text, nullable=False),
+        Column("amount", BigInteger, nullable=False),
+        Column("currency", Text, nullable=False),
+        Column("attempt", Integer, nullable=False, server_default="1"),
+        Column("provider_payment_id", Text, unique=True),
+        Column("checkout_url", Text),
+        Column("hold_expires_at", DateTime(timezone=True)),
+        Column("reconciled_at", DateTime(timezone=True)),
+        _created(),
+        _updated(),
+        CheckConstraint("(booking_id IS NULL) <> (order_id IS NULL)", name="payments_one_owner"),
+        CheckConstraint(
+            "state IN ('pending','paid','failed','expired','cancelled',"
+            "'refund_pending','refunded','refund_failed')",
+            name="payments_state",
+        ),
+    )
+
+
+def _incidents(metadata: MetaData) -> Table:
+    table = Table(
+        "incidents",
+        metadata,
+        Column("incident_id", UUID(as_uuid=True), primary_key=True),
+        Column("kind", Text, nullable=False),
+        Column("subject_id", Text, nullable=False),
+        Column("state", Text, nullable=False, server_default="open"),
+        Column("detail", Text, nullable=False),
+        Column("opened_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+        Column("resolved_at", DateTime(timezone=True)),
+    )
+    # A repeated observation of the same problem adds no second open incident.
+    Index(
+        "incidents_one_open",
+        table.c.kind,
+        table.c.subject_id,
+        unique=True,
+        postgresql_where=text("state = 'open'"),
+    )
+    return table
+
+
+def build_tables() -> Tables:
+    metadata = MetaData()
+    return Tables(
+        metadata=metadata,
+        plans=_plans(metadata),
+        orders=_orders(metadata),
+        order_commands=_order_commands(metadata),
+        payments=_payments(metadata),
+        incidents=_incidents(metadata),
+        eventing=add_eventing_tables(metadata),
+    )

@@ -1,0 +1,319 @@
+"""Repositories over one session: the only code that writes SQL for the payment tables."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, func, or_, select, text, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from servicekit.schema import PENDING
+from services.payment.adapters.orm import Tables
+from services.payment.domain.money import Money
+from services.payment.domain.orders import ORDER_PAID, ORDER_PENDING, SUBSCRIPTION, Order, Plan
+from services.payment.domain.payment import Payment
+
+
+def payment_of(row: Any) -> Payment:
+    return Payment(
+        payment_id=row.payment_id,
+        state=row.state,
+        amount=Money(row.amount, row.currency),
+        org_id=row.org_id,
+        booking_id=row.booking_id,
+        order_id=row.order_id,
+        attempt=row.attempt,
+        provider_payment_id=row.provider_payment_id,
+        checkout_url=row.checkout_url,
+    )
+
+
+def order_of(row: Any) -> Order:
+    return Order(
+        order_id=row.order_id,
+        org_id=row.org_id,
+        state=row.state,
+        plan_code=row.plan_code,
+        plan_version=row.plan_version,
+        kind=row.kind,
+        price=Money(row.amount, row.currency),
+        entries=row.entries,
+        period_days=row.period_days,
+        created_at=row.created_at,
+    )
+
+
+def plan_of(row: Any) -> Plan:
+    return Plan(
+        row.plan_code,
+        row.plan_version,
+        row.kind,
+        row.name,
+        Money(row.amount, row.currency),
+        row.entries,
+        row.period_days,
+    )
+
+
+class PaymentRepository:
+    def __init__(self, session: AsyncSession, tables: Tables) -> None:
+        self._session = session
+        self._t = tables.payments
+
+    async def add(self, payment: Payment, hold_expires_at: datetime | None = None) -> bool:
+        """Inserts a new payment; False when the booking already has one (a re-request)."""
+        statement = (
+            insert(self._t)
+            .values(
+                payment_id=payment.payment_id,
+                org_id=payment.org_id,
+                booking_id=payment.booking_id,
+                order_id=payment.order_id,
+                state=payment.state,
+                amount=payment.amount.amount,
+                currency=payment.amount.currency,
+                attempt=payment.attempt,
+                hold_expires_at=hold_expires_at,
+            )
+            .on_conflict_do_nothing(index_elements=["booking_id"])
+            .returning(self._t.c.payment_id)
+        )
+        return (await self._session.execute(statement)).first() is not None
+
+    async def get(self, payment_id: uuid.UUID, lock: bool = False) -> Payment | None:
+        return await self._one(self._t.c.payment_id == payment_id, lock)
+
+    async def for_booking(self, booking_id: str, lock: bool = False) -> Payment | None:
+        return await self._one(self._t.c.booking_id == booking_id, lock)
+
+    async def for_order(self, order_id: uuid.UUID) -> Payment | None:
+        return await self._one(self._t.c.order_id == order_id, False)
+
+    async def by_provider_id(self, provider_payment_id: str, lock: bool = False) -> Payment | None:
+        return await self._one(self._t.c.provider_payment_id == provider_payment_id, lock)
+
+    async def _one(self, condition: Any, lock: bool) -> Payment | None:
+        query = select(self._t).where(condition)
+        if lock:
+            query = query.with_for_update()
+        row = (await self._session.execute(query)).first()
+        return payment_of(row) if row is not None else None
+
+    async def move(self, payment_id: uuid.UUID, current: str, target: str) -> bool:
+        """The conditional transition: applies only if the state is still `current`."""
+        t = self._t.c
+        result = await self._session.execute(
+            update(self._t)
+            .where(t.payment_id == payment_id, t.state == current)
+            .values(state=target, updated_at=func.now())
+            .returning(t.payment_id)
+        )
+        return result.first() is not None
+
+    async def adopt_remote(
+        self, payment_id: uuid.UUID, provider_payment_id: str, checkout_url: str
+    ) -> bool:
+        """Records the gateway's id once; False when it was already known."""
+        t = self._t.c
+        result = await self._session.execute(
+            update(self._t)
+            .where(t.payment_id == payment_id, t.provider_payment_id.is_(None))
+            .values(
+                provider_payment_id=provider_payment_id,
+                checkout_url=checkout_url,
+                updated_at=func.now(),
+            )
+            .returning(t.payment_id)
+        )
+        return result.first() is not None
+
+    async def mark_reconciled(self, payment_id: uuid.UUID) -> None:
+        await self._session.execute(
+            update(self._t)
+            .where(self._t.c.payment_id == payment_id)
+            .values(reconciled_at=func.now())
+        )
+
+    async def stale(self, states: Sequence[str], older_than_s: float, limit: int) -> list[Payment]:
+        """Payments that stayed in `states` for longer than the threshold: lost notifications."""
+        t = self._t.c
+        threshold = func.now() - func.make_interval(0, 0, 0, 0, 0, 0, older_than_s)
+        query = (
+            select(self._t)
+            .where(t.state.in_(states), func.coalesce(t.reconciled_at, t.updated_at) < threshold)
+            .order_by(t.updated_at)
+            .limit(limit)
+        )
+        return [payment_of(row) for row in (await self._session.execute(query)).all()]
+
+    async def listed(self, state: str | None, limit: int = 500) -> list[Any]:
+        query = select(self._t).order_by(self._t.c.created_at.desc()).limit(limit)
+        if state:
+            query = query.where(self._t.c.state == state)
+        return list((await self._session.execute(query)).all())
+
+    async def row(self, payment_id: uuid.UUID) -> Any:
+        query = select(self._t).where(self._t.c.payment_id == payment_id)
+        return (await self._session.execute(query)).first()
+
+    async def row_for_booking(self, booking_id: str) -> Any:
+        query = select(self._t).where(self._t.c.booking_id == booking_id)
+        return (await self._session.execute(query)).first()
+
+
+class OrderRepository:
+    def __init__(self, session: AsyncSession, tables: Tables) -> None:
+        self._session = session
+        self._tables = tables
+
+    async def lock_organisation(self, org_id: str) -> None:
+        # Serialises one organisation's checkouts: concurrent replays wait, not race.
+        await self._session.execute(
+            text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
+            {"key": f"orders:{org_id}"},
+        )
+
+    async def command(self, org_id: str, key: str) -> Any:
+        t = self._tables.order_commands.c
+        query = select(self._tables.order_commands).where(t.organization_id == org_id, t.key == key)
+        return (await self._session.execute(query)).first()
+
+    async def claim_command(
+        self, org_id: str, key: str, fingerprint: str, order_id: uuid.UUID
+    ) -> bool:
+        """Inserts the command; False only on the expected (organization_id, key) conflict.
+
+        ON CONFLICT names that one constraint, so any other database error still raises.
+        """
+        statement = (
+            insert(self._tables.order_commands)
+            .values(organization_id=org_id, key=key, fingerprint=fingerprint, order_id=order_id)
+            .on_conflict_do_nothing(constraint="order_commands_pkey")
+            .returning(self._tables.order_commands.c.key)
+        )
+        return (await self._session.execute(statement)).first() is not None
+
+    async def plan(self, code: str, version: int) -> Plan | None:
+        t = self._tables.plans.c
+        query = select(self._tables.plans).where(t.plan_code == code, t.plan_version == version)
+        row = (await self._session.execute(query)).first()
+        return plan_of(row) if row is not None else None
+
+    async def add_plan(self, plan: Plan) -> bool:
+        statement = (
+            insert(self._tables.plans)
+            .values(
+                plan_code=plan.code,
+                plan_version=plan.version,
+                kind=plan.kind,
+                name=plan.name,
+                amount=plan.price.amount,
+                currency=plan.price.currency,
+                entries=plan.entries,
+                period_days=plan.period_days,
+            )
+            .on_conflict_do_nothing(constraint="plans_pkey")
+            .returning(self._tables.plans.c.plan_code)
+        )
+        return (await self._session.execute(statement)).first() is not None
+
+    async def plans(self) -> list[Plan]:
+        t = self._tables.plans.c
+        query = select(self._tables.plans).order_by(t.plan_code, t.plan_version)
+        return [plan_of(row) for row in (await self._session.execute(query)).all()]
+
+    async def blocking_subscription(self, org_id: str) -> uuid.UUID | None:
+        """An open initial subscription order or a paid period still running."""
+        t = self._tables.orders.c
+        query = (
+            select(t.order_id)
+            .where(
+                t.org_id == org_id,
+                t.kind == SUBSCRIPTION,
+                or_(
+                    t.state == ORDER_PENDING,
+                    and_(t.state == ORDER_PAID, t.period_ends_at > func.now()),
+                ),
+            )
+            .order_by(t.created_at)
+            .limit(1)
+        )
+        found = (await self._session.execute(query)).scalar_one_or_none()
+        return found if isinstance(found, uuid.UUID) else None
+
+    async def add(self, order: Order, user: str) -> None:
+        await self._session.execute(
+            self._tables.orders.insert().values(
+                order_id=order.order_id,
+                org_id=order.org_id,
+                user_name=user,
+                state=order.state,
+                plan_code=order.plan_code,
+                plan_version=order.plan_version,
+                kind=order.kind,
+                amount=order.price.amount,
+                currency=order.price.currency,
+                entries=order.entries,
+                period_days=order.period_days,
+            )
+        )
+
+    async def get(self, order_id: uuid.UUID) -> Order | None:
+        query = select(self._tables.orders).where(self._tables.orders.c.order_id == order_id)
+        row = (await self._session.execute(query)).first()
+        return order_of(row) if row is not None else None
+
+    async def move(self, order_id: uuid.UUID, current: str, target: str) -> bool:
+        t = self._tables.orders.c
+        values: dict[str, Any] = {"state": target, "updated_at": func.now()}
+        if target == ORDER_PAID:
+            values["period_starts_at"] = func.now()
+            values["period_ends_at"] = func.now() + func.make_interval(0, 0, 0, t.period_days)
+        result = await self._session.execute(
+            update(self._tables.orders)
+            .where(t.order_id == order_id, t.state == current)
+            .values(**values)
+            .returning(t.order_id)
+        )
+        return result.first() is not None
+
+
+class IncidentRepository:
+    def __init__(self, session: AsyncSession, tables: Tables) -> None:
+        self._session = session
+        self._t = tables.incidents
+
+    async def open(self, kind: str, subject_id: str, detail: str) -> bool:
+        """Opens an incident; a second sighting of an open one adds nothing."""
+        statement = (
+            insert(self._t)
+            .values(incident_id=uuid.uuid4(), kind=kind, subject_id=subject_id, detail=detail)
+            .on_conflict_do_nothing(
+                index_elements=["kind", "subject_id"], index_where=text("state = 'open'")
+            )
+            .returning(self._t.c.incident_id)
+        )
+        return (await self._session.execute(statement)).first() is not None
+
+    async def listed(self, state: str | None) -> list[Any]:
+        query = select(self._t).order_by(self._t.c.opened_at.desc())
+        if state:
+            query = query.where(self._t.c.state == state)
+        return list((await self._session.execute(query)).all())
+
+
+class TimerQueries:
+    def __init__(self, session: AsyncSession, tables: Tables) -> None:
+        self._session = session
+        self._t = tables.eventing.timers
+
+    async def has_pending(self, kind: str, aggregate_id: str) -> bool:
+        t = self._t.c
+        query = select(t.timer_id).where(
+            t.kind == kind, t.aggregate_id == aggregate_id, t.state == PENDING
+        )
+        return (await self._session.execute(query.limit(1))).first() is not None

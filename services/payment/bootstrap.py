@@ -1,0 +1,130 @@
+"""The only place that builds engines, Kafka clients, the gateway client and the workers.
+
+Nothing connects at import time or here: building is cheap, `PaymentApp.start()` connects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from servicekit import db, kafka
+from servicekit.inbox import Inbox, InboxConsumer
+from servicekit.outbox import Outbox
+from servicekit.relay import OutboxRelay
+from servicekit.runtime import ServiceRuntime
+from servicekit.timers import TimerRunner, Timers
+from services.payment.adapters.card_gateway import CardGateway, HttpCardGateway, make_client
+from services.payment.adapters.orm import Tables, build_tables
+from services.payment.entrypoints import grpc_api
+from services.payment.entrypoints.consumer import booking_event_handlers
+from services.payment.entrypoints.notification_receiver import NotificationReceiver
+from services.payment.service_layer.dependencies import PaymentDeps
+from services.payment.service_layer.jobs import JobPolicy
+from services.payment.service_layer.timer_handlers import ensure_sweep_scheduled, timer_handlers
+from services.payment.service_layer.unit_of_work import Effects, UnitOfWork
+from services.payment.settings import Settings
+
+SERVICE = "payment"
+
+
+@dataclass
+class PaymentApp:
+    settings: Settings
+    runtime: ServiceRuntime
+    deps: PaymentDeps
+    tables: Tables
+    sessions: async_sessionmaker[AsyncSession]
+    receiver: NotificationReceiver | None
+
+    @property
+    def grpc_port(self) -> int:
+        return self.runtime.grpc_port
+
+    @property
+    def notification_url(self) -> str:
+        return self.receiver.url if self.receiver is not None else ""
+
+    async def start(self) -> None:
+        await self.runtime.start()
+        await ensure_sweep_scheduled(self.deps)
+        if self.receiver is not None:
+            await self.receiver.start()
+
+    async def stop(self) -> None:
+        if self.receiver is not None:
+            await self.receiver.stop()
+        await self.runtime.stop()
+        await self.deps.gateway.aclose()
+
+    async def serve_until_stopped(self) -> None:
+        stopping = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stopping.set)
+        await self.start()
+        try:
+            await stopping.wait()
+        finally:
+            await self.stop()
+
+
+def bootstrap(settings: Settings, gateway: CardGateway | None = None) -> PaymentApp:
+    """Wires the service; `gateway` lets a test put a fake provider behind the real service."""
+    tables = build_tables()
+    engine = db.make_engine(settings.database_url)
+    sessions = db.make_session_factory(engine)
+    effects = Effects(
+        outbox=Outbox(tables.eventing.outbox, producer=SERVICE),
+        timers=Timers(tables.eventing.timers),
+        topic=settings.payment_events_topic,
+    )
+    deps = PaymentDeps(
+        uow=UnitOfWork(sessions, tables, effects),
+        gateway=gateway or _http_gateway(settings),
+        policy=_job_policy(settings),
+        webhook_secrets=settings.webhook_secrets,
+        return_url=settings.return_url,
+    )
+    producer = kafka.make_producer(settings.kafka_bootstrap, client_id=SERVICE)
+    consumer = kafka.make_consumer(
+        settings.kafka_bootstrap, settings.consumer_group, [settings.booking_events_topic]
+    )
+    inbox = Inbox(SERVICE, sessions, tables.eventing.inbox, booking_event_handlers(deps))
+    runtime = ServiceRuntime(
+        name=SERVICE,
+        engine=engine,
+        metadata=tables.metadata,
+        grpc_address=settings.grpc_address,
+        registrations=[grpc_api.registration(deps)],
+        service_names=[grpc_api.SERVICE_NAME],
+        producer=producer,
+        relay=OutboxRelay(sessions, tables.eventing.outbox, producer),
+        consumers=[(consumer, InboxConsumer(consumer, inbox))],
+        timers=TimerRunner(sessions, tables.eventing.timers, timer_handlers(deps), batch_size=10),
+    )
+    receiver = (
+        NotificationReceiver(deps, settings.notification_receiver_address)
+        if settings.notification_receiver_address
+        else None
+    )
+    return PaymentApp(settings, runtime, deps, tables, sessions, receiver)
+
+
+def _http_gateway(settings: Settings) -> HttpCardGateway:
+    client = make_client(
+        settings.card_gateway_url, settings.card_gateway_api_key, settings.gateway_timeout_s
+    )
+    return HttpCardGateway(client)
+
+
+def _job_policy(settings: Settings) -> JobPolicy:
+    return JobPolicy(
+        retry_base_s=settings.gateway_retry_base_s,
+        max_tries=settings.gateway_max_tries,
+        reconcile_after_s=settings.reconcile_after_s,
+        reconcile_every_s=settings.reconcile_every_s,
+    )

@@ -1,0 +1,1 @@
+"""The payment domain: pure rules, no I/O."""

@@ -1,0 +1,1 @@
+"""Entrypoints: the gRPC API, the booking-events consumer, the notification receiver."""

@@ -1,0 +1,1 @@
+"""Use cases: commands from the API, reactions to booking events, durable jobs."""

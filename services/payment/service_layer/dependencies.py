@@ -1,0 +1,18 @@
+"""What the handlers need, built once by bootstrap()."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from services.payment.adapters.card_gateway import CardGateway
+from services.payment.service_layer.jobs import JobPolicy
+from services.payment.service_layer.unit_of_work import UnitOfWork
+
+
+@dataclass(frozen=True)
+class PaymentDeps:
+    uow: UnitOfWork
+    gateway: CardGateway
+    policy: JobPolicy
+    webhook_secrets: tuple[str, ...]
+    return_url: str = ""

@@ -1,0 +1,223 @@
+"""Commands from the gRPC API: orders, the catalogue, notifications, and read models."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from services.payment.adapters.card_gateway import GatewayRefused
+from services.payment.domain import payment_states as states
+from services.payment.domain.errors import (
+    IdempotencyConflict,
+    NotFound,
+    OrderExists,
+    PlanVersionExists,
+    UnknownPlan,
+)
+from services.payment.domain.notification import read_hint
+from services.payment.domain.orders import (
+    ORDER_PENDING,
+    SUBSCRIPTION,
+    CreateOrder,
+    Order,
+    Plan,
+    check_idempotency_key,
+    normalise_plan_code,
+)
+from services.payment.domain.payment import Payment, RemotePayment
+from services.payment.domain.signature import verify_signature
+from services.payment.service_layer import jobs
+from services.payment.service_layer.dependencies import PaymentDeps
+from services.payment.service_layer.transitions import apply_remote
+from services.payment.service_layer.unit_of_work import PaymentTransaction
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class OrderView:
+    order: Order
+    payment: Any  # the payment row, for its checkout_url and timestamps
+    replayed: bool = False
+
+
+# --- orders -----------------------------------------------------------------------------
+
+
+async def create_order(deps: PaymentDeps, command: CreateOrder) -> OrderView:
+    """One Idempotency-Key, one order: a replay returns it, a changed request is refused."""
+    check_idempotency_key(command.idempotency_key)
+    fingerprint = command.fingerprint()
+    async with deps.uow.begin() as tx:
+        await tx.orders.lock_organisation(command.org_id)
+        order_id = uuid.uuid4()
+        claimed = await tx.orders.claim_command(
+            command.org_id, command.idempotency_key, fingerprint, order_id
+        )
+        if not claimed:
+            return await _replay(tx, command, fingerprint)
+        order = await _new_order(tx, command, order_id)
+        payment = await _open_order_payment(tx, order)
+        return OrderView(order, await tx.payments.row(payment.payment_id))
+
+
+async def _replay(tx: PaymentTransaction, command: CreateOrder, fingerprint: str) -> OrderView:
+    stored = await tx.orders.command(command.org_id, command.idempotency_key)
+    if stored is None:  # the claim conflicted, so the row exists; anything else is a fault
+        raise RuntimeError("order command vanished after its key conflicted")
+    if stored.fingerprint != fingerprint:
+        raise IdempotencyConflict("the key was used for another order")
+    order = await tx.orders.get(stored.order_id)
+    payment = await tx.payments.for_order(stored.order_id)
+    if order is None or payment is None:
+        raise RuntimeError(f"order {stored.order_id} of a stored command is missing")
+    await _resume_creation(tx, payment)
+    return OrderView(order, await tx.payments.row(payment.payment_id), replayed=True)
+
+
+async def _resume_creation(tx: PaymentTransaction, payment: Payment) -> None:
+    """A repeated command resumes sending a payment the gateway has not confirmed yet."""
+    unsent = payment.state == states.PENDING and payment.provider_payment_id is None
+    if unsent and not await tx.jobs.has_pending(jobs.CREATE_AT_GATEWAY, str(payment.payment_id)):
+        await jobs.schedule_creation(tx, payment.payment_id, payment.attempt)
+
+
+async def _new_order(tx: PaymentTransaction, command: CreateOrder, order_id: uuid.UUID) -> Order:
+    code = normalise_plan_code(command.plan_code)
+    plan = await tx.orders.plan(code, command.plan_version)
+    if plan is None:
+        raise UnknownPlan(f"{code} version {command.plan_version}")
+    if plan.kind == SUBSCRIPTION:
+        blocking = await tx.orders.blocking_subscription(command.org_id)
+        if blocking is not None:
+            raise OrderExists(str(blocking))
+    order = Order(
+        order_id=order_id,
+        org_id=command.org_id,
+        state=ORDER_PENDING,
+        plan_code=plan.code,
+        plan_version=plan.version,
+        kind=plan.kind,
+        price=plan.price,  # from the catalogue, never from the client
+        entries=plan.entries,
+        period_days=plan.period_days,
+    )
+    await tx.orders.add(order, command.user)
+    return order
+
+
+async def _open_order_payment(tx: PaymentTransaction, order: Order) -> Payment:
+    payment = Payment(
+        payment_id=uuid.uuid4(),
+        state=states.PENDING,
+        amount=order.price,
+        org_id=order.org_id,
+        order_id=order.order_id,
+    )
+    await tx.payments.add(payment)
+    await jobs.schedule_creation(tx, payment.payment_id, payment.attempt)
+    return payment
+
+
+async def get_order(deps: PaymentDeps, org_id: str, order_id: str) -> OrderView:
+    async with deps.uow.read() as tx:
+        order = await tx.orders.get(_uuid(order_id))
+        # Another organisation's order is reported as missing: existence is not leaked.
+        if order is None or order.org_id != org_id:
+            raise NotFound(f"order {order_id}")
+        payment = await tx.payments.for_order(order.order_id)
+        row = await tx.payments.row(payment.payment_id) if payment else None
+        return OrderView(order, row)
+
+
+# --- catalogue --------------------------------------------------------------------------
+
+
+async def create_plan(deps: PaymentDeps, plan: Plan) -> Plan:
+    plan = plan.validated()
+    async with deps.uow.begin() as tx:
+        if not await tx.orders.add_plan(plan):
+            raise PlanVersionExists(f"{plan.code} version {plan.version}")
+    return plan
+
+
+async def list_plans(deps: PaymentDeps) -> list[Plan]:
+    async with deps.uow.read() as tx:
+        return await tx.orders.plans()
+
+
+# --- notifications ----------------------------------------------------------------------
+
+
+async def handle_notification(
+    deps: PaymentDeps, raw_body: bytes, signature_header: str, now: int | None = None
+) -> None:
+    """Verifies the signature, then treats the body only as a hint of which payment to read."""
+    now = int(time.time()) if now is None else now
+    verify_signature(signature_header, raw_body, deps.webhook_secrets, now)
+    hint = read_hint(raw_body)
+    try:
+        remote = await deps.gateway.get_payment(hint.provider_payment_id)
+    except GatewayRefused as error:
+        log.warning("notification %s names no gateway payment: %s", hint.event_id, error)
+        return
+    async with deps.uow.begin() as tx:
+        await reconcile_with(tx, remote)
+
+
+async def reconcile_with(tx: PaymentTransaction, remote: RemotePayment) -> None:
+    payment = await tx.payments.by_provider_id(remote.provider_payment_id, lock=True)
+    if payment is None:  # the create reply was lost: the reference names our payment
+        payment_id = _uuid_or_none(remote.reference)
+        payment = await tx.payments.get(payment_id, lock=True) if payment_id else None
+    if payment is None:
+        detail = f"reference {remote.reference}"
+        await tx.incidents.open("unknown_gateway_payment", remote.provider_payment_id, detail)
+        return
+    await apply_remote(tx, payment, remote)
+
+
+# --- read models ------------------------------------------------------------------------
+
+
+async def get_payment(deps: PaymentDeps, payment_id: str) -> Any:
+    async with deps.uow.read() as tx:
+        row = await tx.payments.row(_uuid(payment_id))
+    if row is None:
+        raise NotFound(f"payment {payment_id}")
+    return row
+
+
+async def get_payment_for_booking(deps: PaymentDeps, booking_id: str) -> Any:
+    async with deps.uow.read() as tx:
+        row = await tx.payments.row_for_booking(booking_id)
+    if row is None:
+        raise NotFound(f"payment of booking {booking_id}")
+    return row
+
+
+async def list_payments(deps: PaymentDeps, state: str) -> list[Any]:
+    async with deps.uow.read() as tx:
+        return await tx.payments.listed(state or None)
+
+
+async def list_incidents(deps: PaymentDeps, state: str) -> list[Any]:
+    async with deps.uow.read() as tx:
+        return await tx.incidents.listed(state or None)
+
+
+def _uuid(value: str) -> uuid.UUID:
+    found = _uuid_or_none(value)
+    if found is None:
+        raise NotFound(value)
+    return found
+
+
+def _uuid_or_none(value: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        return None

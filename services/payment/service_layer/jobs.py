@@ -1,0 +1,66 @@
+"""The durable jobs of the payment service: every gateway call is one of them.
+
+A job is a servicekit timer written in the transaction that decided the call is needed,
+so the local commit always precedes the provider call. Its `expected` carries the
+payment attempt and the try number; tries are bounded here, not by the timer runner, so
+a job that keeps failing ends in an incident instead of an exception loop.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Final
+
+from servicekit.timers import DueTimer
+from services.payment.service_layer.unit_of_work import PaymentTransaction
+
+CREATE_AT_GATEWAY: Final = "payment.create_at_gateway"
+CANCEL_AT_GATEWAY: Final = "payment.cancel_at_gateway"
+REFUND_AT_GATEWAY: Final = "payment.refund_at_gateway"
+RECONCILE_PAYMENT: Final = "payment.reconcile"
+RECONCILE_SWEEP: Final = "payment.reconcile_sweep"
+SWEEP_ID: Final = "sweep"
+
+
+@dataclass(frozen=True)
+class JobPolicy:
+    retry_base_s: float = 0.5
+    retry_max_s: float = 30.0
+    max_tries: int = 8
+    reconcile_after_s: float = 300.0
+    reconcile_every_s: float = 30.0
+
+    def delay_after(self, tries: int) -> float:
+        return float(min(self.retry_max_s, self.retry_base_s * 2 ** max(0, tries - 1)))
+
+
+async def schedule_creation(tx: PaymentTransaction, payment_id: uuid.UUID, attempt: int) -> None:
+    await tx.schedule(CREATE_AT_GATEWAY, str(payment_id), {"attempt": attempt, "try": 1})
+
+
+async def schedule_cancellation(tx: PaymentTransaction, payment_id: uuid.UUID) -> None:
+    await tx.schedule(CANCEL_AT_GATEWAY, str(payment_id), {"state": "cancelled", "try": 1})
+
+
+async def schedule_refund(tx: PaymentTransaction, payment_id: uuid.UUID) -> None:
+    await tx.schedule(REFUND_AT_GATEWAY, str(payment_id), {"state": "refund_pending", "try": 1})
+
+
+async def schedule_reconciliation(tx: PaymentTransaction, payment_id: uuid.UUID) -> None:
+    if not await tx.jobs.has_pending(RECONCILE_PAYMENT, str(payment_id)):
+        await tx.schedule(RECONCILE_PAYMENT, str(payment_id), {})
+
+
+def tries_of(timer: DueTimer) -> int:
+    return int(timer.expected.get("try", 1))
+
+
+async def retry_later(tx: PaymentTransaction, timer: DueTimer, policy: JobPolicy) -> bool:
+    """Schedules the next try of the same job; False once the tries are used up."""
+    tries = tries_of(timer)
+    if tries >= policy.max_tries:
+        return False
+    expected = {**timer.expected, "try": tries + 1}
+    await tx.schedule(timer.kind, timer.aggregate_id, expected, policy.delay_after(tries))
+    return True

@@ -1,0 +1,168 @@
+"""The payment suite's fixtures: the real sandbox card gateway process and the real service.
+
+The gateway runs once per session as `python -m sandboxes.card_gateway` on a free port and
+is reset for every test; each test gets its own database, its own topic prefix and its own
+PaymentApp, started in-process, whose notification receiver the gateway is told to call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from aiokafka import AIOKafkaProducer
+
+from servicekit import grpc_server, kafka
+from services.payment.bootstrap import bootstrap
+from services.payment.settings import Settings
+from tests.payment.harness import API_KEY, SECRETS, Harness, PaymentEvents
+
+from liftfit.payment.v1 import payment_pb2_grpc  # isort: skip
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+HarnessFactory = Callable[..., Awaitable[Harness]]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _wait_until_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"card gateway exited with {process.returncode}:\n{log.read_text()}")
+        try:
+            httpx.get(f"{url}/_sandbox/faults", timeout=0.5)
+            return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    pytest.fail(f"card gateway did not start:\n{log.read_text()}")
+
+
+@pytest.fixture(scope="session")
+def card_gateway_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = tmp_path_factory.mktemp("card_gateway") / "gateway.log"
+    pythonpath = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
+    env = {
+        **os.environ,
+        "PYTHONPATH": pythonpath,
+        "CARD_GATEWAY_PORT": str(port),
+        "CARD_GATEWAY_API_KEY": API_KEY,
+        "CARD_GATEWAY_WEBHOOK_SECRETS": ",".join(SECRETS),
+        "CARD_GATEWAY_NOTIFY_URL": "",  # set per test to that test's receiver
+    }
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "sandboxes.card_gateway"],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            _wait_until_ready(url, process, log)
+            yield url
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def test_settings(
+    database_url: str, bootstrap_servers: str, gateway_url: str, prefix: str
+) -> Settings:
+    return Settings(
+        database_url=database_url,
+        kafka_bootstrap=bootstrap_servers,
+        card_gateway_url=gateway_url,
+        card_gateway_api_key=API_KEY,
+        # The service knows the old secret and the new one; the gateway signs with both.
+        webhook_secrets=SECRETS,
+        grpc_address="127.0.0.1:0",
+        topic_prefix=prefix,
+        notification_receiver_address="127.0.0.1:0",
+        # Sweeps stay out of the way unless a test asks for them.
+        reconcile_after_s=3600,
+        reconcile_every_s=3600,
+        gateway_timeout_s=1.0,
+        gateway_retry_base_s=0.1,
+        gateway_max_tries=5,
+    )
+
+
+test_settings.__test__ = False  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+async def make_harness(
+    new_database: Callable[[str], str],
+    new_topics: Callable[[dict[str, int]], Awaitable[str]],
+    kafka_bootstrap: str,
+    card_gateway_url: str,
+) -> AsyncIterator[HarnessFactory]:
+    started: list[Harness] = []
+
+    async def make(**overrides: Any) -> Harness:
+        prefix = await new_topics({"booking.events": 3, "payment.events": 3})
+        settings = test_settings(new_database("payment"), kafka_bootstrap, card_gateway_url, prefix)
+        app = bootstrap(dataclasses.replace(settings, **overrides))
+        await app.start()
+        harness = await _connect(app, prefix, kafka_bootstrap, card_gateway_url)
+        started.append(harness)
+        return harness
+
+    yield make
+    for harness in started:
+        await _disconnect(harness)
+
+
+@pytest.fixture
+async def harness(make_harness: HarnessFactory) -> Harness:
+    return await make_harness()
+
+
+async def _connect(app: Any, prefix: str, bootstrap_servers: str, gateway_url: str) -> Harness:
+    gateway = httpx.AsyncClient(
+        base_url=gateway_url, headers={"Authorization": f"Bearer {API_KEY}"}, timeout=5
+    )
+    (await gateway.post("/_sandbox/reset")).raise_for_status()
+    config = {"notify_url": app.notification_url}
+    (await gateway.post("/_sandbox/config", json=config)).raise_for_status()
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap_servers)
+    await producer.start()
+    consumer = kafka.make_consumer(
+        bootstrap_servers, f"{prefix}observer", [f"{prefix}payment.events"]
+    )
+    await consumer.start()
+    events = PaymentEvents(consumer)
+    events.start()
+    channel = grpc_server.channel(f"127.0.0.1:{app.grpc_port}")
+    stub = payment_pb2_grpc.PaymentServiceStub(channel)
+    return Harness(app, prefix, gateway, stub, channel, producer, events)
+
+
+async def _disconnect(harness: Harness) -> None:
+    await harness.events.stop()
+    await harness.producer.stop()
+    await harness.channel.close(None)
+    await harness.app.stop()
+    await harness.gateway.aclose()
+    await harness.notifications.aclose()
