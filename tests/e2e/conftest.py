@@ -24,6 +24,7 @@ class Platform:
     booking: booking_bootstrap.BookingApp
     payment: payment_bootstrap.PaymentApp
     prefix: str
+    gateway_url: str
 
 
 @pytest.fixture
@@ -55,6 +56,6 @@ async def platform(
     ) as gateway:
         await gateway.post("/_sandbox/reset")
         await gateway.post("/_sandbox/config", json={"notify_url": payment.notification_url})
-    yield Platform(booking, payment, prefix)
+    yield Platform(booking, payment, prefix, card_gateway_url)
     await payment.stop()
     await booking.stop()
