@@ -24,8 +24,11 @@ def _recording_runner(pair: Pair, fired: list[DueTimer]) -> TimerRunner:
 
     async def release(session, timer: DueTimer) -> None:  # type: ignore[no-untyped-def]
         fired.append(timer)
-        await session.execute(side.applied.insert().values(
-            event_id=str(timer.timer_id), aggregate_id=timer.aggregate_id, note="fired"))
+        await session.execute(
+            side.applied.insert().values(
+                event_id=str(timer.timer_id), aggregate_id=timer.aggregate_id, note="fired"
+            )
+        )
 
     return TimerRunner(side.sessions, side.tables.timers, {"release_hold": release})
 
@@ -37,8 +40,12 @@ async def test_a_timer_due_while_no_runner_was_alive_fires_once_when_one_starts(
     booking = str(uuid.uuid4())
     async with side.sessions() as session, session.begin():
         await Timers(side.tables.timers).schedule(
-            session, "release_hold", booking, datetime.now(UTC) - timedelta(minutes=5),
-            {"booking_id": booking, "state": "pending"})
+            session,
+            "release_hold",
+            booking,
+            datetime.now(UTC) - timedelta(minutes=5),
+            {"booking_id": booking, "state": "pending"},
+        )
     fired: list[DueTimer] = []
     runners = [_recording_runner(pair, fired) for _ in range(4)]  # racing runners
     await asyncio.gather(*(runner.fire_due() for runner in runners))
@@ -52,10 +59,12 @@ async def test_a_timer_not_yet_due_or_cancelled_does_not_fire(pair: Pair) -> Non
     later, cancelled = str(uuid.uuid4()), str(uuid.uuid4())
     timers = Timers(side.tables.timers)
     async with side.sessions() as session, session.begin():
-        await timers.schedule(session, "release_hold", later,
-                              datetime.now(UTC) + timedelta(hours=1), {})
-        await timers.schedule(session, "release_hold", cancelled,
-                              datetime.now(UTC) - timedelta(seconds=1), {})
+        await timers.schedule(
+            session, "release_hold", later, datetime.now(UTC) + timedelta(hours=1), {}
+        )
+        await timers.schedule(
+            session, "release_hold", cancelled, datetime.now(UTC) - timedelta(seconds=1), {}
+        )
         assert await timers.cancel(session, "release_hold", cancelled) == 1
     fired: list[DueTimer] = []
     assert await _recording_runner(pair, fired).fire_due() == 0
@@ -69,15 +78,21 @@ async def test_a_failing_timer_is_retried_then_marked_failed_and_its_effect_roll
     booking = str(uuid.uuid4())
 
     async def half_then_fail(session, timer: DueTimer) -> None:  # type: ignore[no-untyped-def]
-        await session.execute(side.applied.insert().values(
-            event_id="x", aggregate_id=booking, note="half"))
+        await session.execute(
+            side.applied.insert().values(event_id="x", aggregate_id=booking, note="half")
+        )
         raise RuntimeError("provider said no")
 
     async with side.sessions() as session, session.begin():
         await Timers(side.tables.timers).schedule(
-            session, "revoke", booking, datetime.now(UTC) - timedelta(seconds=1), {})
-    runner = TimerRunner(side.sessions, side.tables.timers, {"revoke": half_then_fail},
-                         policy=RetryPolicy(max_attempts=2, base_delay_s=0.01))
+            session, "revoke", booking, datetime.now(UTC) - timedelta(seconds=1), {}
+        )
+    runner = TimerRunner(
+        side.sessions,
+        side.tables.timers,
+        {"revoke": half_then_fail},
+        policy=RetryPolicy(max_attempts=2, base_delay_s=0.01),
+    )
     for _ in range(20):
         await runner.fire_due()
         await asyncio.sleep(0.05)
@@ -102,7 +117,13 @@ def test_a_missing_setting_is_named_and_stops_the_process() -> None:
 @pytest.mark.parametrize("service", ["booking", "payment"])
 def test_a_service_refuses_to_start_naming_the_missing_setting(service: str) -> None:
     env = {"PATH": "/usr/bin:/bin"}
-    result = subprocess.run([sys.executable, "-m", f"services.{service}"], cwd=REPO_ROOT,
-                            env=env, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", f"services.{service}"],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2
     assert "refusing to start: setting" in result.stderr

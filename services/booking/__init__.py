@@ -1,0 +1,1 @@
+"""The booking service: exclusive slots, idempotent checkout, passes, holds and moves."""

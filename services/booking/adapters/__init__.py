@@ -1,0 +1,1 @@
+"""Adapters: the booking database's tables and repositories."""

@@ -1,0 +1,211 @@
+"""Repositories over one session: rows in, domain objects out.
+
+Every `lock` takes a row lock (SELECT ... FOR UPDATE) that the caller's transaction holds
+until it commits; the handlers take them in one fixed order (attempt, booking, slots by
+id, pass balance), so two transactions never wait for each other in a cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Select, select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from services.booking.adapters import orm
+from services.booking.adapters.rows import (
+    booking_of,
+    booking_values,
+    is_uuid,
+    new_booking_values,
+    slot_of,
+    slot_values,
+)
+from services.booking.domain.errors import InvalidRequest, NotFound, SlotUnavailable
+from services.booking.domain.model import Booking, Slot
+
+
+def constraint_of(error: IntegrityError) -> str | None:
+    return getattr(getattr(error.orig, "diag", None), "constraint_name", None)
+
+
+class SlotRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def add_many(self, new_slots: Sequence[Slot]) -> None:
+        rows = [
+            {
+                **slot_values(slot),
+                "slot_id": slot.slot_id,
+                "space_id": slot.space_id,
+                "starts_at": slot.during.starts_at,
+                "ends_at": slot.during.ends_at,
+            }
+            for slot in new_slots
+        ]
+        try:
+            await self._session.execute(orm.slots.insert(), rows)
+        except IntegrityError as error:
+            if constraint_of(error) == "slots_do_not_overlap_in_a_space":
+                raise InvalidRequest("slots overlap each other or existing slots") from None
+            raise
+
+    async def lock(self, slot_id: str) -> Slot:
+        return (await self.lock_in_order([slot_id]))[slot_id]
+
+    async def lock_in_order(self, slot_ids: Iterable[str]) -> dict[str, Slot]:
+        """Locks slots in ascending id order, so opposite moves cannot deadlock."""
+        found: dict[str, Slot] = {}
+        for slot_id in sorted(set(slot_ids)):
+            found[slot_id] = await self._one(_slot_query(slot_id).with_for_update(), slot_id)
+        return found
+
+    async def lock_if_exists(self, slot_id: str) -> Slot | None:
+        try:
+            return await self.lock(slot_id)
+        except NotFound:
+            return None
+
+    async def get(self, slot_id: str) -> Slot:
+        return await self._one(_slot_query(slot_id), slot_id)
+
+    async def in_space(
+        self, space_id: str, since: datetime | None, until: datetime | None
+    ) -> list[Slot]:
+        if not is_uuid(space_id):
+            return []
+        query = select(orm.slots).where(orm.slots.c.space_id == space_id)
+        if since is not None:
+            query = query.where(orm.slots.c.ends_at > since)
+        if until is not None:
+            query = query.where(orm.slots.c.starts_at < until)
+        rows = await self._session.execute(query.order_by(orm.slots.c.starts_at))
+        return [slot_of(row) for row in rows]
+
+    async def save(self, slot: Slot) -> None:
+        await self._session.execute(
+            update(orm.slots)
+            .where(orm.slots.c.slot_id == slot.slot_id)
+            .values(**slot_values(slot), updated_at=datetime.now(UTC))
+        )
+
+    async def _one(self, query: Select[Any], slot_id: str) -> Slot:
+        row = (await self._session.execute(query)).one_or_none() if is_uuid(slot_id) else None
+        if row is None:
+            raise NotFound(f"slot {slot_id} not found")
+        return slot_of(row)
+
+
+def _slot_query(slot_id: str) -> Select[Any]:
+    return select(orm.slots).where(orm.slots.c.slot_id == slot_id)
+
+
+class BookingRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def add(self, booking: Booking) -> None:
+        booking.created_at = booking.updated_at = datetime.now(UTC)
+        try:
+            await self._session.execute(orm.bookings.insert().values(new_booking_values(booking)))
+        except IntegrityError as error:
+            # Only the one-live-booking index is expected; anything else is a real error.
+            if constraint_of(error) == orm.ONE_LIVE_BOOKING_PER_SLOT:
+                raise SlotUnavailable(f"slot {booking.slot_id} already has a booking") from None
+            raise
+
+    async def find(self, booking_id: str) -> Booking | None:
+        return await self._find(booking_id, for_update=False)
+
+    async def lock(self, booking_id: str) -> Booking | None:
+        """The booking, locked; None for an id that names nothing."""
+        return await self._find(booking_id, for_update=True)
+
+    async def lock_in_org(self, org_id: str, booking_id: str) -> Booking:
+        booking = await self.lock(booking_id)
+        return _require_in_org(booking, org_id, booking_id)
+
+    async def get_in_org(self, org_id: str, booking_id: str) -> Booking:
+        booking = await self._find(booking_id, for_update=False)
+        return _require_in_org(booking, org_id, booking_id)
+
+    async def of_org(self, org_id: str, limit: int = 500) -> list[Booking]:
+        t = orm.bookings.c
+        query = (
+            select(orm.bookings)
+            .where(t.org_id == org_id)
+            .order_by(t.created_at.desc(), t.booking_id)
+            .limit(limit)
+        )
+        return [booking_of(row) for row in await self._session.execute(query)]
+
+    async def save(self, booking: Booking) -> None:
+        booking.updated_at = datetime.now(UTC)
+        await self._session.execute(
+            update(orm.bookings)
+            .where(orm.bookings.c.booking_id == booking.booking_id)
+            .values(booking_values(booking))
+        )
+
+    async def _find(self, booking_id: str, for_update: bool) -> Booking | None:
+        if not is_uuid(booking_id):
+            return None
+        query = select(orm.bookings).where(orm.bookings.c.booking_id == booking_id)
+        if for_update:
+            query = query.with_for_update()
+        row = (await self._session.execute(query)).one_or_none()
+        return booking_of(row) if row is not None else None
+
+
+def _require_in_org(booking: Booking | None, org_id: str, booking_id: str) -> Booking:
+    # Another organisation's booking is reported as missing: existence is not leaked.
+    if booking is None or booking.org_id != org_id:
+        raise NotFound(f"booking {booking_id} not found")
+    return booking
+
+
+@dataclass(frozen=True)
+class Attempt:
+    fingerprint: bytes
+    booking_id: str
+    is_new: bool
+
+
+class AttemptRepository:
+    """Idempotency attempts; claiming one serialises every request under the same key."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def claim(
+        self, org_id: str, operation: str, key_hash: bytes, fingerprint: bytes, booking_id: str
+    ) -> Attempt:
+        """Inserts the attempt, or waits for and locks the one a committed request made.
+
+        ON CONFLICT names the primary key only: a concurrent duplicate waits on the first
+        insert and then sees it committed, and any other violation is raised as an error.
+        """
+        key = {"org_id": org_id, "operation": operation, "key_hash": key_hash}
+        claimed = await self._session.execute(
+            insert(orm.idempotency_attempts)
+            .values(**key, fingerprint=fingerprint, booking_id=booking_id)
+            .on_conflict_do_nothing(index_elements=["org_id", "operation", "key_hash"])
+            .returning(orm.idempotency_attempts.c.booking_id)
+        )
+        if claimed.first() is not None:
+            return Attempt(fingerprint, booking_id, is_new=True)
+        t = orm.idempotency_attempts.c
+        row = (
+            await self._session.execute(
+                select(t.fingerprint, t.booking_id)
+                .where(t.org_id == org_id, t.operation == operation, t.key_hash == key_hash)
+                .with_for_update()
+            )
+        ).one()
+        return Attempt(bytes(row.fingerprint), str(row.booking_id), is_new=False)

@@ -1,0 +1,191 @@
+"""Checkout throughput over gRPC against pgbench's TPC-B-like baseline on the same server.
+
+    .venv/bin/python -m services.booking.bench
+
+Creates a scratch database and topic prefix, starts the booking service in-process, runs
+32 concurrent clients checking out distinct slots for ~10 s, then runs pgbench on the
+same PostgreSQL. Prints the figures; the last line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+import psycopg
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from liftfit.booking.v1 import booking_pb2 as pb
+from liftfit.booking.v1 import events_pb2 as ev
+from liftfit.booking.v1.booking_pb2_grpc import BookingServiceStub
+
+from servicekit.grpc_server import channel
+from services.booking.bootstrap import bootstrap
+from services.booking.service_layer.messages import timestamp
+from services.booking.settings import Settings
+
+if TYPE_CHECKING:  # the async stub exists only in the type stubs
+    from liftfit.booking.v1.booking_pb2_grpc import BookingServiceAsyncStub
+
+CLIENTS = 32
+SECONDS = float(os.environ.get("BENCH_SECONDS", "10"))
+SLOTS = int(os.environ.get("BENCH_SLOTS", "40000"))
+PGBENCH = os.environ.get("PGBENCH", "/usr/lib/postgresql/15/bin/pgbench")
+ADMIN_DSN = os.environ.get(
+    "LIFTFIT_PG_ADMIN_DSN", "postgresql://liftfit:liftfit@127.0.0.1:15432/postgres"
+)
+KAFKA = os.environ.get("KAFKA_BOOTSTRAP", "127.0.0.1:19092")
+
+
+@dataclass(frozen=True)
+class CheckoutFigures:
+    checkouts_per_s: float
+    p50_ms: float
+    p99_ms: float
+
+
+def _scratch_database(name: str) -> str:
+    with psycopg.connect(ADMIN_DSN, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return urlsplit(ADMIN_DSN)._replace(path=f"/{name}").geturl()
+
+
+def _drop_database(name: str) -> None:
+    with psycopg.connect(ADMIN_DSN, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+async def _topic_prefix() -> str:
+    prefix = f"bench{uuid.uuid4().hex[:8]}."
+    admin = AIOKafkaAdminClient(bootstrap_servers=KAFKA)
+    await admin.start()
+    try:
+        names = ("booking.events", "payment.events", "access.events")
+        await admin.create_topics([NewTopic(prefix + name, 3, 1) for name in names])
+    finally:
+        await admin.close()
+    return prefix
+
+
+async def _create_slots(stub: BookingServiceAsyncStub) -> list[str]:
+    space = await stub.CreateSpace(pb.CreateSpaceRequest(name="bench", timezone="UTC"))
+    start = datetime(2028, 1, 1, tzinfo=UTC)
+    slot_ids: list[str] = []
+    for first in range(0, SLOTS, 2000):
+        new = [
+            pb.NewSlot(
+                starts_at=timestamp(start + timedelta(hours=i)),
+                ends_at=timestamp(start + timedelta(hours=i + 1)),
+                price=ev.Money(amount=45000, currency="CZK"),
+            )
+            for i in range(first, min(first + 2000, SLOTS))
+        ]
+        created = await stub.CreateSlots(pb.CreateSlotsRequest(space_id=space.space_id, slots=new))
+        slot_ids += [slot.slot_id for slot in created.slots]
+    return slot_ids
+
+
+async def _client(stub: BookingServiceAsyncStub, slots: list[str], deadline: float) -> list[float]:
+    latencies = []
+    while slots and time.perf_counter() < deadline:
+        request = pb.CheckoutRequest(
+            org_id="bench-org",
+            user="bench",
+            idempotency_key=uuid.uuid4().hex,
+            slot_id=slots.pop(),
+            party_size=1,
+            payment_mode="card",
+        )
+        began = time.perf_counter()
+        await stub.Checkout(request)
+        latencies.append(time.perf_counter() - began)
+    return latencies
+
+
+def _percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))] * 1000
+
+
+async def measure_checkouts(database_url: str) -> CheckoutFigures:
+    settings = Settings(
+        database_url=database_url.replace("postgresql://", "postgresql+psycopg://", 1),
+        kafka_bootstrap=KAFKA,
+        grpc_address="127.0.0.1:0",
+        topic_prefix=await _topic_prefix(),
+        idempotency_secret=uuid.uuid4().hex.encode(),
+        hold_seconds=900,
+        terms_version="2026-11",
+        db_pool_size=CLIENTS,
+    )
+    app = bootstrap(settings)
+    await app.start()
+    grpc_channel = channel(app.grpc_target)
+    try:
+        stub = BookingServiceStub(grpc_channel)
+        slots = await _create_slots(stub)
+        began = time.perf_counter()
+        deadline = began + SECONDS
+        runs = await asyncio.gather(*(_client(stub, slots, deadline) for _ in range(CLIENTS)))
+        elapsed = time.perf_counter() - began
+    finally:
+        await grpc_channel.close(grace=None)
+        await app.stop()
+    latencies = [latency for run in runs for latency in run]
+    return CheckoutFigures(
+        len(latencies) / elapsed, _percentile(latencies, 0.5), _percentile(latencies, 0.99)
+    )
+
+
+def measure_pgbench(database_url: str) -> float:
+    parts = urlsplit(database_url)
+    env = {**os.environ, "PGPASSWORD": parts.password or ""}
+    common = ["-h", parts.hostname or "", "-p", str(parts.port or 5432), "-U", parts.username or ""]
+    name = parts.path.lstrip("/")
+    subprocess.run(
+        [PGBENCH, "-i", "-q", "-s", "10", *common, name], env=env, check=True, capture_output=True
+    )
+    run = [PGBENCH, "-c", "32", "-j", "2", "-T", str(int(SECONDS)), *common, name]
+    output = subprocess.run(run, env=env, check=True, capture_output=True, text=True).stdout
+    match = re.search(r"tps = ([0-9.]+)", output)
+    if match is None:
+        raise RuntimeError(f"pgbench printed no tps:\n{output}")
+    return float(match.group(1))
+
+
+async def main() -> None:
+    suffix = uuid.uuid4().hex[:8]
+    booking_db, pgbench_db = f"bench_booking_{suffix}", f"bench_pgbench_{suffix}"
+    try:
+        checkouts = await measure_checkouts(_scratch_database(booking_db))
+        rate = checkouts.checkouts_per_s
+        print(f"checkout over gRPC, {CLIENTS} clients, distinct slots: {rate:.0f}/s")
+        print(f"checkout latency: p50 {checkouts.p50_ms:.1f} ms, p99 {checkouts.p99_ms:.1f} ms")
+        tps = measure_pgbench(_scratch_database(pgbench_db))
+        print(f"pgbench TPC-B-like, 32 clients, scale 10: {tps:.0f} tps")
+    finally:
+        _drop_database(booking_db)
+        _drop_database(pgbench_db)
+    ratio = checkouts.checkouts_per_s / tps
+    print(f"ratio checkout/pgbench: {ratio:.2f} (target >= 0.3)")
+    figures = {
+        "checkouts_per_s": round(checkouts.checkouts_per_s, 1),
+        "p50_ms": round(checkouts.p50_ms, 2),
+        "p99_ms": round(checkouts.p99_ms, 2),
+        "pgbench_tps": round(tps, 1),
+        "ratio": round(ratio, 3),
+    }
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,87 @@
+"""The one place that builds the booking service's engine, sessions, Kafka clients,
+relay, inbox, timer runner and gRPC servicer. Nothing connects before start()."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from liftfit.booking.v1 import booking_pb2
+
+from servicekit.db import make_engine, make_session_factory
+from servicekit.inbox import Inbox, InboxConsumer
+from servicekit.kafka import make_consumer, make_producer
+from servicekit.outbox import Outbox
+from servicekit.relay import OutboxRelay
+from servicekit.runtime import ServiceRuntime, create_schema
+from servicekit.timers import TimerRunner, Timers
+from services.booking.adapters import orm
+from services.booking.entrypoints.consumer import event_handlers
+from services.booking.entrypoints.grpc_api import BookingServicer, registration
+from services.booking.entrypoints.timers import timer_handlers
+from services.booking.service_layer.unit_of_work import Policy, UnitOfWorkFactory
+from services.booking.settings import Settings
+
+SERVICE = "booking"
+SERVICE_NAME = booking_pb2.DESCRIPTOR.services_by_name["BookingService"].full_name
+
+
+@dataclass
+class BookingApp:
+    settings: Settings
+    runtime: ServiceRuntime
+    uows: UnitOfWorkFactory
+    inbox: Inbox
+    timer_runner: TimerRunner
+    relay: OutboxRelay
+
+    async def start(self) -> None:
+        await self.runtime.start()
+
+    async def stop(self) -> None:
+        await self.runtime.stop()
+
+    async def create_schema(self) -> None:
+        """For tests that drive handlers without starting the whole runtime."""
+        await create_schema(self.runtime.engine, orm.metadata)
+
+    @property
+    def grpc_port(self) -> int:
+        return self.runtime.grpc_port
+
+    @property
+    def grpc_target(self) -> str:
+        host = self.settings.grpc_address.rsplit(":", 1)[0]
+        return f"{host}:{self.grpc_port}"
+
+
+def bootstrap(settings: Settings) -> BookingApp:
+    """Wires the service; call it inside the event loop that will run it."""
+    engine = make_engine(settings.database_url, pool_size=settings.db_pool_size)
+    sessions = make_session_factory(engine)
+    policy = Policy(settings.idempotency_secret, settings.hold_seconds, settings.terms_version)
+    uows = UnitOfWorkFactory(
+        sessions,
+        Outbox(orm.eventing.outbox, producer=SERVICE),
+        Timers(orm.eventing.timers),
+        settings.topic("booking.events"),
+        policy,
+    )
+    producer = make_producer(settings.kafka_bootstrap, client_id=SERVICE)
+    inbox = Inbox(SERVICE, sessions, orm.eventing.inbox, event_handlers(uows), producer)
+    topics = [settings.topic("payment.events"), settings.topic("access.events")]
+    consumer = make_consumer(settings.kafka_bootstrap, settings.topic(SERVICE), topics)
+    relay = OutboxRelay(sessions, orm.eventing.outbox, producer)
+    timer_runner = TimerRunner(sessions, orm.eventing.timers, timer_handlers(uows))
+    runtime = ServiceRuntime(
+        name=SERVICE,
+        engine=engine,
+        metadata=orm.metadata,
+        grpc_address=settings.grpc_address,
+        registrations=[registration(BookingServicer(uows))],
+        service_names=[SERVICE_NAME],
+        producer=producer,
+        relay=relay,
+        consumers=[(consumer, InboxConsumer(consumer, inbox))],
+        timers=timer_runner,
+    )
+    return BookingApp(settings, runtime, uows, inbox, timer_runner, relay)

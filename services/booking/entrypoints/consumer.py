@@ -1,0 +1,82 @@
+"""What the booking service does with each event it consumes, for the inbox.
+
+Payment events come from payment.events, access events from access.events. Events about
+orders rather than bookings, and ids that name nothing here, are ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from google.protobuf.message import Message
+from liftfit.access.v1 import events_pb2 as access
+from liftfit.events.v1.envelope_pb2 import EventEnvelope
+from liftfit.payment.v1 import events_pb2 as payment
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from servicekit.inbox import EventHandler
+from services.booking.adapters.rows import is_uuid
+from services.booking.domain.model import Money
+from services.booking.service_layer import event_handlers as react
+from services.booking.service_layer.unit_of_work import UnitOfWork, UnitOfWorkFactory
+
+Event = TypeVar("Event", bound=Message)
+Reaction = Callable[[UnitOfWork, Event], Awaitable[None]]
+
+
+async def _payment_created(uow: UnitOfWork, event: payment.PaymentCreated) -> None:
+    if is_uuid(event.booking_id):
+        await react.record_payment_created(uow, event.booking_id, event.payment_id)
+
+
+async def _payment_succeeded(uow: UnitOfWork, event: payment.PaymentSucceeded) -> None:
+    if not event.booking_id:
+        return  # an order's payment: the order is credited through PassOrderPaid
+    amount = Money(event.amount.amount, event.amount.currency) if event.HasField("amount") else None
+    await react.confirm_paid_booking(uow, event.booking_id, event.payment_id, amount)
+
+
+async def _payment_failed(uow: UnitOfWork, event: payment.PaymentFailed) -> None:
+    if is_uuid(event.booking_id):
+        await react.expire_unpaid_booking(uow, event.booking_id, event.payment_id)
+
+
+async def _pass_order_paid(uow: UnitOfWork, event: payment.PassOrderPaid) -> None:
+    await react.credit_pass_order(uow, event.org_id, event.order_id, event.entries)
+
+
+async def _pin_disclosed(uow: UnitOfWork, event: access.PinDisclosed) -> None:
+    if is_uuid(event.booking_id) and is_uuid(event.slot_id):
+        await react.note_pin_disclosed(uow, event.booking_id, event.slot_id, event.grant_id)
+
+
+async def _revocation_confirmed(uow: UnitOfWork, event: access.RevocationConfirmed) -> None:
+    if is_uuid(event.booking_id) and is_uuid(event.slot_id):
+        await react.reopen_after_revocation(uow, event.booking_id, event.slot_id, event.grant_id)
+
+
+def event_handlers(uows: UnitOfWorkFactory) -> dict[str, EventHandler]:
+    """The inbox's map from event type to reaction."""
+    handlers = [
+        _joined(uows, payment.PaymentCreated, _payment_created),
+        _joined(uows, payment.PaymentSucceeded, _payment_succeeded),
+        _joined(uows, payment.PaymentFailed, _payment_failed),
+        _joined(uows, payment.PassOrderPaid, _pass_order_paid),
+        _joined(uows, access.PinDisclosed, _pin_disclosed),
+        _joined(uows, access.RevocationConfirmed, _revocation_confirmed),
+    ]
+    return dict(handlers)
+
+
+def _joined(
+    uows: UnitOfWorkFactory, kind: type[Event], reaction: Reaction[Event]
+) -> tuple[str, EventHandler]:
+    """A reaction that joins the inbox's transaction, keyed by its event's full name."""
+
+    async def handle(session: AsyncSession, envelope: EventEnvelope, event: Message) -> None:
+        if not isinstance(event, kind):
+            raise TypeError(f"{envelope.event_id} is not a {kind.DESCRIPTOR.full_name}")
+        await reaction(uows.joining(session), event)
+
+    return kind.DESCRIPTOR.full_name, handle

@@ -1,0 +1,24 @@
+"""The booking service's process: settings, logging, tracing, then serve until SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+
+from servicekit.config import refuse_to_start_on_bad_settings
+from servicekit.runtime import configure_logging
+from servicekit.tracing import configure_tracing
+from services.booking.bootstrap import bootstrap
+from services.booking.settings import Settings
+
+
+async def _serve(settings: Settings) -> None:
+    app = bootstrap(settings)
+    await app.runtime.serve_until_stopped()
+
+
+@refuse_to_start_on_bad_settings
+def main() -> None:
+    settings = Settings.from_env()  # before anything else, so a bad setting stops us at once
+    configure_logging()
+    configure_tracing("booking")
+    asyncio.run(_serve(settings))

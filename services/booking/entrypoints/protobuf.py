@@ -1,0 +1,94 @@
+"""Domain objects to and from the messages of protos/liftfit/booking/v1/booking.proto."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Literal
+
+from google.protobuf.timestamp_pb2 import Timestamp
+from liftfit.booking.v1 import booking_pb2 as pb
+from liftfit.booking.v1 import events_pb2 as ev
+
+from services.booking.adapters.catalogue import Space
+from services.booking.adapters.passes import LedgerLine
+from services.booking.domain.commands import NewSlot
+from services.booking.domain.errors import InvalidRequest
+from services.booking.domain.model import Booking, Money, Slot, TimeRange
+from services.booking.service_layer.handlers import BookingOutcome
+from services.booking.service_layer.messages import money, timestamp, window
+
+
+def moment(stamp: Timestamp) -> datetime:
+    return stamp.ToDatetime(tzinfo=UTC)
+
+
+def optional_moment(message: pb.ListSlotsRequest, field: Literal["from", "to"]) -> datetime | None:
+    return moment(getattr(message, field)) if message.HasField(field) else None
+
+
+def price_of(value: ev.Money) -> Money:
+    return Money(value.amount, value.currency)
+
+
+def new_slot_of(message: pb.NewSlot) -> NewSlot:
+    if not (message.HasField("starts_at") and message.HasField("ends_at")):
+        raise InvalidRequest("a slot needs starts_at and ends_at")
+    during = TimeRange(moment(message.starts_at), moment(message.ends_at))
+    return NewSlot(during, price_of(message.price))
+
+
+def space_message(space: Space) -> pb.Space:
+    return pb.Space(space_id=space.space_id, name=space.name, timezone=space.timezone)
+
+
+def slot_message(slot: Slot) -> pb.Slot:
+    return pb.Slot(
+        slot_id=slot.slot_id,
+        space_id=slot.space_id,
+        starts_at=timestamp(slot.during.starts_at),
+        ends_at=timestamp(slot.during.ends_at),
+        state=slot.state.value,
+        price=money(slot.price),
+    )
+
+
+def booking_message(booking: Booking) -> pb.Booking:
+    message = pb.Booking(
+        booking_id=booking.booking_id,
+        org_id=booking.org_id,
+        user=booking.user,
+        state=booking.state.value,
+        slot=pb.Slot(
+            slot_id=booking.slot_id,
+            space_id=booking.space_id,
+            starts_at=timestamp(booking.slot_during.starts_at),
+            ends_at=timestamp(booking.slot_during.ends_at),
+        ),
+        party_size=booking.party_size,
+        payment_mode=booking.payment_mode.value,
+        price=money(booking.price),
+        payment_id=booking.payment_id or "",
+        window=window(booking.window),
+        terms_version=booking.terms_version,
+        trace_id=booking.trace_id,
+    )
+    for field, at in (
+        ("created_at", booking.created_at),
+        ("updated_at", booking.updated_at),
+        ("hold_expires_at", booking.hold_expires_at),
+    ):
+        if at is not None:
+            getattr(message, field).CopyFrom(timestamp(at))
+    return message
+
+
+def reply(outcome: BookingOutcome) -> pb.BookingReply:
+    return pb.BookingReply(booking=booking_message(outcome.booking), replayed=outcome.replayed)
+
+
+def pass_balance_message(org_id: str, balance: int, ledger: list[LedgerLine]) -> pb.PassBalance:
+    entries = [
+        pb.PassLedgerEntry(delta=line.delta, reason=line.reason, at=timestamp(line.at))
+        for line in ledger
+    ]
+    return pb.PassBalance(org_id=org_id, balance=balance, entries=entries)

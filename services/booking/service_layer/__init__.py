@@ -1,0 +1,1 @@
+"""The service layer: commands and reactions, each one transaction on a unit of work."""

@@ -1,0 +1,147 @@
+"""Customer commands: checkout, cancel and reschedule, each one transaction.
+
+Checkout follows the seed's transaction contract: lock the attempt, replay only the same
+request, lock the slot, require it available, create the booking with its snapshots.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from servicekit import tracing
+from services.booking.adapters.repository import Attempt
+from services.booking.domain.commands import CancelBooking, Checkout, RescheduleBooking
+from services.booking.domain.errors import IdempotencyConflict
+from services.booking.domain.idempotency import key_hash
+from services.booking.domain.model import Booking, BookingState, PassBalance, PaymentMode, Slot
+from services.booking.service_layer import messages
+from services.booking.service_layer.slot_release import release_slot
+from services.booking.service_layer.unit_of_work import UnitOfWork
+
+
+@dataclass(frozen=True)
+class BookingOutcome:
+    booking: Booking
+    replayed: bool = False  # an earlier request under the same key produced it
+
+
+async def checkout(uow: UnitOfWork, command: Checkout) -> BookingOutcome:
+    fingerprint = command.fingerprint()
+    attempt = await _claim(
+        uow, command.org_id, "checkout", command.idempotency_key, fingerprint, str(uuid.uuid4())
+    )
+    if not attempt.is_new:
+        return await _replay(uow, command.org_id, attempt, fingerprint)
+    slot = await uow.slots.lock(command.slot_id)
+    slot.require_available()
+    booking = _open_booking(uow, command, slot, attempt.booking_id)
+    if command.payment_mode is PaymentMode.PASS:
+        await _redeem_pass(uow, booking, slot)
+    else:
+        await _hold_for_card(uow, booking, slot)
+    return BookingOutcome(booking)
+
+
+def _open_booking(uow: UnitOfWork, command: Checkout, slot: Slot, booking_id: str) -> Booking:
+    by_card = command.payment_mode is PaymentMode.CARD
+    hold = timedelta(seconds=uow.policy.hold_seconds)
+    return Booking(
+        booking_id=booking_id,
+        org_id=command.org_id,
+        user=command.user,
+        slot_id=slot.slot_id,
+        space_id=slot.space_id,
+        slot_during=slot.during,
+        window=slot.during,
+        party_size=command.party_size,
+        payment_mode=command.payment_mode,
+        price=slot.price,
+        terms_version=uow.policy.terms_version,
+        state=BookingState.PENDING if by_card else BookingState.CONFIRMED,
+        hold_expires_at=datetime.now(UTC) + hold if by_card else None,
+        trace_id=tracing.current_trace_id(),
+    )
+
+
+async def _hold_for_card(uow: UnitOfWork, booking: Booking, slot: Slot) -> None:
+    slot.hold_for(booking.booking_id)
+    await uow.bookings.add(booking)
+    await uow.slots.save(slot)
+    await uow.publish(booking.booking_id, messages.payment_requested(booking))
+    assert booking.hold_expires_at is not None
+    await uow.schedule_hold_release(booking.booking_id, booking.hold_expires_at)
+
+
+async def _redeem_pass(uow: UnitOfWork, booking: Booking, slot: Slot) -> None:
+    balance = await uow.passes.lock_existing(booking.org_id) or PassBalance(booking.org_id)
+    debited, entry = balance.redeem_one(booking.booking_id)
+    slot.book_for(booking.booking_id)
+    await uow.bookings.add(booking)
+    await uow.slots.save(slot)
+    await uow.passes.apply(debited, entry)
+    await uow.publish(booking.booking_id, messages.booking_confirmed(booking))
+
+
+async def cancel_booking(uow: UnitOfWork, command: CancelBooking) -> BookingOutcome:
+    await uow.bookings.get_in_org(command.org_id, command.booking_id)
+    fingerprint = command.fingerprint()
+    attempt = await _claim(
+        uow, command.org_id, "cancel", command.idempotency_key, fingerprint, command.booking_id
+    )
+    if not attempt.is_new:
+        return await _replay(uow, command.org_id, attempt, fingerprint)
+    booking = await uow.bookings.lock_in_org(command.org_id, command.booking_id)
+    if not booking.cancel():
+        return BookingOutcome(booking)  # cancelling a cancelled booking changes nothing
+    await release_slot(uow, booking.booking_id, await uow.slots.lock(booking.slot_id))
+    if booking.payment_mode is PaymentMode.PASS:
+        await _return_pass_entry(uow, booking)
+    await uow.bookings.save(booking)
+    await uow.publish(booking.booking_id, messages.booking_cancelled(booking, booking.paid))
+    return BookingOutcome(booking)
+
+
+async def _return_pass_entry(uow: UnitOfWork, booking: Booking) -> None:
+    balance = await uow.passes.lock(booking.org_id)
+    credited, entry = balance.credit(1, "booking_cancelled", f"cancel:{booking.booking_id}")
+    await uow.passes.apply(credited, entry)
+
+
+async def reschedule_booking(uow: UnitOfWork, command: RescheduleBooking) -> BookingOutcome:
+    await uow.bookings.get_in_org(command.org_id, command.booking_id)
+    fingerprint = command.fingerprint()
+    attempt = await _claim(
+        uow, command.org_id, "reschedule", command.idempotency_key, fingerprint, command.booking_id
+    )
+    if not attempt.is_new:
+        return await _replay(uow, command.org_id, attempt, fingerprint)
+    booking = await uow.bookings.lock_in_org(command.org_id, command.booking_id)
+    booking.require_movable_to(command.new_slot_id)
+    old_slot_id, old_window = booking.slot_id, booking.window
+    slots = await uow.slots.lock_in_order([old_slot_id, command.new_slot_id])
+    new_slot = slots[command.new_slot_id]
+    new_slot.book_for(booking.booking_id)
+    booking.move_to(new_slot)
+    await release_slot(uow, booking.booking_id, slots[old_slot_id])
+    await uow.slots.save(new_slot)
+    await uow.bookings.save(booking)
+    event = messages.booking_rescheduled(booking, old_slot_id, old_window)
+    await uow.publish(booking.booking_id, event)
+    return BookingOutcome(booking)
+
+
+async def _claim(
+    uow: UnitOfWork, org_id: str, operation: str, key: str, fingerprint: bytes, booking_id: str
+) -> Attempt:
+    hashed = key_hash(uow.policy.idempotency_secret, org_id, operation, key)
+    return await uow.attempts.claim(org_id, operation, hashed, fingerprint, booking_id)
+
+
+async def _replay(
+    uow: UnitOfWork, org_id: str, attempt: Attempt, fingerprint: bytes
+) -> BookingOutcome:
+    if attempt.fingerprint != fingerprint:
+        raise IdempotencyConflict("this Idempotency-Key was used for a different request")
+    return BookingOutcome(await uow.bookings.get_in_org(org_id, attempt.booking_id), replayed=True)

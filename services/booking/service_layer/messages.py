@@ -1,0 +1,94 @@
+"""The booking events of the contract (protos/liftfit/booking/v1/events.proto), built from
+domain objects."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from google.protobuf.timestamp_pb2 import Timestamp
+from liftfit.booking.v1 import events_pb2 as ev
+
+from services.booking.domain.model import Booking, Money, TimeRange
+
+
+def timestamp(at: datetime) -> Timestamp:
+    stamp = Timestamp()
+    stamp.FromDatetime(at)
+    return stamp
+
+
+def money(price: Money) -> ev.Money:
+    return ev.Money(amount=price.amount, currency=price.currency)
+
+
+def window(during: TimeRange) -> ev.AccessWindow:
+    return ev.AccessWindow(
+        valid_from=timestamp(during.starts_at), valid_to=timestamp(during.ends_at)
+    )
+
+
+def payment_requested(booking: Booking) -> ev.PaymentRequested:
+    assert booking.hold_expires_at is not None, "a card checkout always has a hold"
+    return ev.PaymentRequested(
+        booking_id=booking.booking_id,
+        org_id=booking.org_id,
+        user=booking.user,
+        price=money(booking.price),
+        slot_id=booking.slot_id,
+        hold_expires_at=timestamp(booking.hold_expires_at),
+    )
+
+
+def booking_confirmed(booking: Booking) -> ev.BookingConfirmed:
+    return ev.BookingConfirmed(
+        booking_id=booking.booking_id,
+        org_id=booking.org_id,
+        user=booking.user,
+        slot_id=booking.slot_id,
+        window=window(booking.window),
+        payment_mode=booking.payment_mode.value,
+        payment_id=booking.payment_id or "",
+    )
+
+
+def booking_expired(booking: Booking) -> ev.BookingExpired:
+    return ev.BookingExpired(
+        booking_id=booking.booking_id,
+        payment_id=booking.payment_id or "",
+        slot_id=booking.slot_id,
+    )
+
+
+def booking_cancelled(booking: Booking, refund_due: bool) -> ev.BookingCancelled:
+    return ev.BookingCancelled(
+        booking_id=booking.booking_id,
+        slot_id=booking.slot_id,
+        payment_mode=booking.payment_mode.value,
+        payment_id=booking.payment_id or "",
+        refund_due=refund_due,
+        window=window(booking.window),
+    )
+
+
+def booking_rescheduled(
+    booking: Booking, old_slot_id: str, old: TimeRange
+) -> ev.BookingRescheduled:
+    return ev.BookingRescheduled(
+        booking_id=booking.booking_id,
+        old_slot_id=old_slot_id,
+        old_window=window(old),
+        new_slot_id=booking.slot_id,
+        new_window=window(booking.window),
+        org_id=booking.org_id,
+        user=booking.user,
+    )
+
+
+def payment_without_booking(
+    booking_id: str, payment_id: str, reason: str
+) -> ev.PaymentWithoutBooking:
+    return ev.PaymentWithoutBooking(booking_id=booking_id, payment_id=payment_id, reason=reason)
+
+
+def pass_entries_credited(org_id: str, order_id: str, entries: int) -> ev.PassEntriesCredited:
+    return ev.PassEntriesCredited(org_id=org_id, order_id=order_id, entries=entries)

@@ -1,0 +1,51 @@
+"""The booking service's settings, from environment variables only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from servicekit import config
+from servicekit.config import SettingError
+
+
+@dataclass(frozen=True)
+class Settings:
+    database_url: str
+    kafka_bootstrap: str
+    grpc_address: str
+    topic_prefix: str
+    idempotency_secret: bytes
+    hold_seconds: int
+    terms_version: str
+    db_pool_size: int = 16
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        return cls(
+            database_url=_database_url(),
+            kafka_bootstrap=config.required("KAFKA_BOOTSTRAP"),
+            grpc_address=config.optional("BOOKING_GRPC_ADDRESS", "127.0.0.1:50051"),
+            topic_prefix=config.optional("TOPIC_PREFIX", ""),
+            idempotency_secret=_secret(),
+            hold_seconds=config.integer("BOOKING_HOLD_SECONDS", 900, minimum=1),
+            terms_version=config.optional("BOOKING_TERMS_VERSION", "2026-11"),
+            db_pool_size=config.integer("BOOKING_DB_POOL_SIZE", 16, minimum=1),
+        )
+
+    def topic(self, name: str) -> str:
+        return f"{self.topic_prefix}{name}"
+
+
+def _database_url() -> str:
+    url = config.required("BOOKING_DATABASE_URL")
+    if not url.startswith("postgresql+psycopg://"):
+        raise SettingError("BOOKING_DATABASE_URL", "must be a postgresql+psycopg:// URL")
+    return url
+
+
+def _secret() -> bytes:
+    secret = config.required("BOOKING_IDEMPOTENCY_SECRET")
+    # A short secret makes the stored key hashes guessable.
+    if len(secret) < 16:
+        raise SettingError("BOOKING_IDEMPOTENCY_SECRET", "must be at least 16 characters")
+    return secret.encode()
