@@ -8,11 +8,6 @@ PaymentApp, started in-process, whose notification receiver the gateway is told 
 from __future__ import annotations
 
 import dataclasses
-import os
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +20,7 @@ from servicekit import grpc_server, kafka
 from services.payment.bootstrap import bootstrap
 from services.payment.settings import Settings
 from tests.payment.harness import API_KEY, SECRETS, Harness, PaymentEvents
+from tests.support.card_gateway import running_card_gateway
 
 from liftfit.payment.v1 import payment_pb2_grpc  # isort: skip
 
@@ -32,58 +28,10 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 HarnessFactory = Callable[..., Awaitable[Harness]]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _wait_until_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"card gateway exited with {process.returncode}:\n{log.read_text()}")
-        try:
-            httpx.get(f"{url}/_sandbox/faults", timeout=0.5)
-            return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    pytest.fail(f"card gateway did not start:\n{log.read_text()}")
-
-
 @pytest.fixture(scope="session")
 def card_gateway_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = tmp_path_factory.mktemp("card_gateway") / "gateway.log"
-    pythonpath = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
-    env = {
-        **os.environ,
-        "PYTHONPATH": pythonpath,
-        "CARD_GATEWAY_PORT": str(port),
-        "CARD_GATEWAY_API_KEY": API_KEY,
-        "CARD_GATEWAY_WEBHOOK_SECRETS": ",".join(SECRETS),
-        "CARD_GATEWAY_NOTIFY_URL": "",  # set per test to that test's receiver
-    }
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "sandboxes.card_gateway"],
-            cwd=REPO_ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            _wait_until_ready(url, process, log)
-            yield url
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    with running_card_gateway(tmp_path_factory.mktemp("card_gateway"), API_KEY, SECRETS) as url:
+        yield url
 
 
 def test_settings(

@@ -10,8 +10,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
-import socket
 import subprocess
 import sys
 import threading
@@ -26,6 +24,7 @@ import httpx
 import pytest
 
 from sandboxes.card_gateway.signing import parse, sign, verify
+from tests.support.card_gateway import free_port, gateway_env, running_card_gateway
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 API_KEY = "sk_test_sandbox"
@@ -106,62 +105,10 @@ class Receiver:
 # --- fixtures ---------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _gateway_env(**overrides: str) -> dict[str, str]:
-    pythonpath = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
-    env = {
-        **os.environ,
-        "PYTHONPATH": pythonpath,
-        "CARD_GATEWAY_API_KEY": API_KEY,
-        "CARD_GATEWAY_WEBHOOK_SECRETS": ",".join(SECRETS),
-        "CARD_GATEWAY_NOTIFY_URL": "",
-    }
-    env.update(overrides)
-    return env
-
-
-def _wait_until_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"gateway exited with {process.returncode}:\n{log.read_text()}")
-        try:
-            httpx.get(f"{url}/_sandbox/faults", timeout=0.5)
-            return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    pytest.fail(f"gateway did not start:\n{log.read_text()}")
-
-
 @pytest.fixture(scope="module")
 def gateway_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = tmp_path_factory.mktemp("card_gateway") / "gateway.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "sandboxes.card_gateway"],
-            cwd=REPO_ROOT,
-            env=_gateway_env(CARD_GATEWAY_PORT=str(port)),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            _wait_until_ready(url, process, log)
-            yield url
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    with running_card_gateway(tmp_path_factory.mktemp("card_gateway"), API_KEY, SECRETS) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -656,7 +603,7 @@ def test_gateway_refuses_to_start_naming_the_bad_setting(
     result = subprocess.run(
         [sys.executable, "-m", "sandboxes.card_gateway"],
         cwd=REPO_ROOT,
-        env=_gateway_env(**{"CARD_GATEWAY_PORT": str(_free_port()), **overrides}),
+        env=gateway_env(API_KEY, SECRETS, **{"CARD_GATEWAY_PORT": str(free_port()), **overrides}),
         capture_output=True,
         text=True,
         timeout=20,
