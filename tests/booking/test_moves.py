@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
+from typing import Any
 
 import grpc
+import pytest
 from liftfit.access.v1 import events_pb2 as access
 from liftfit.booking.v1 import booking_pb2 as pb
 from liftfit.booking.v1 import events_pb2 as ev
@@ -13,6 +16,7 @@ from sqlalchemy import func, select
 
 from servicekit.grpc_server import reason_of
 from services.booking.adapters import orm
+from services.booking.adapters.repository import SlotRepository
 from tests.booking.conftest import StartBooking
 from tests.booking.harness import BookingHarness, eventually, new_id, new_key, reason_of_call
 
@@ -192,3 +196,44 @@ async def test_two_bookings_swapping_slots_at_once_both_get_slot_unavailable_not
             *(move(b, a.slot.slot_id) for a, b in pairs),
         )
         assert set(outcomes) == {"slot_unavailable"}, outcomes
+
+
+async def test_opposite_moves_each_holding_one_slot_wait_in_slot_order_instead_of_deadlocking(
+    booking: BookingHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Makes the dangerous interleaving certain instead of lucky: after its first slot lock,
+    # each move waits (up to a second) until the other move has also locked a slot. With
+    # slots locked in one global order the second move blocks on the first lock and never
+    # gets there; in request order both hold one slot and wait for the other's: a deadlock.
+    first, second = await booking.space_with_slots(2)
+    org = new_id()
+    a = await _confirmed_booking(booking, first, org)
+    b = await _confirmed_booking(booking, second, org)
+    holding_one = 0
+    both_hold_one = asyncio.Event()
+    lock_one = SlotRepository._one
+
+    async def lock_then_wait_for_the_other(self: SlotRepository, query: Any, slot_id: str) -> Any:
+        nonlocal holding_one
+        slot = await lock_one(self, query, slot_id)
+        if not getattr(self, "waited", False):
+            self.waited = True  # type: ignore[attr-defined]
+            holding_one += 1
+            if holding_one == 2:
+                both_hold_one.set()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(both_hold_one.wait(), 1.0)
+        return slot
+
+    monkeypatch.setattr(SlotRepository, "_one", lock_then_wait_for_the_other)
+
+    async def move(moving: pb.Booking, target: str) -> str:
+        try:
+            await booking.reschedule(org, moving.booking_id, target)
+        except grpc.aio.AioRpcError as error:
+            return reason_of(error) or error.code().name
+        return "moved"
+
+    outcomes = await asyncio.gather(move(a, second.slot_id), move(b, first.slot_id))
+    assert list(outcomes) == ["slot_unavailable", "slot_unavailable"]
+    await _assert_one_live_booking_per_booked_slot(booking, 2)
