@@ -122,3 +122,11 @@ def test_a_checkout_fingerprint_covers_slot_user_party_size_and_payment_mode() -
 def test_an_invalid_checkout_is_refused_before_any_io(key: str, party_size: int, mode: str) -> None:
     with pytest.raises(InvalidRequest):
         Checkout.of("org", "ann", key, "s1", party_size, mode)
+
+
+def test_late_money_never_confirms_a_cancelled_or_expired_booking() -> None:
+    cancelled, expired = _booking(), _booking()
+    assert cancelled.cancel() and expired.expire_if_pending()
+    assert not cancelled.confirm_if_pending("late") and not expired.confirm_if_pending("late")
+    assert cancelled.state is BookingState.CANCELLED and expired.state is BookingState.EXPIRED
+    assert not cancelled.is_paid_with("late") and not expired.is_paid_with("late")
