@@ -58,14 +58,15 @@ class Timers:
     ) -> uuid.UUID:
         timer_id = uuid.uuid4()
         await session.execute(
-            self.table.insert().values(
-                timer_id=timer_id,
-                kind=kind,
-                aggregate_id=aggregate_id,
-                due_at=due_at,
-                expected=expected,
-                headers=tracing.current_carrier(),
-            )
+            self.table.insert(),
+            {
+                "timer_id": timer_id,
+                "kind": kind,
+                "aggregate_id": aggregate_id,
+                "due_at": due_at,
+                "expected": expected,
+                "headers": tracing.current_carrier(),
+            },
         )
         return timer_id
 

@@ -113,7 +113,7 @@ class BookingRepository:
     async def add(self, booking: Booking) -> None:
         booking.created_at = booking.updated_at = datetime.now(UTC)
         try:
-            await self._session.execute(orm.bookings.insert().values(new_booking_values(booking)))
+            await self._session.execute(orm.bookings.insert(), new_booking_values(booking))
         except IntegrityError as error:
             # Only the one-live-booking index is expected; anything else is a real error.
             if constraint_of(error) == orm.ONE_LIVE_BOOKING_PER_SLOT:
@@ -177,6 +177,14 @@ class Attempt:
     is_new: bool
 
 
+# Built once: the values travel as parameters, so every claim reuses one compiled statement.
+_CLAIM_ATTEMPT = (
+    insert(orm.idempotency_attempts)
+    .on_conflict_do_nothing(index_elements=["org_id", "operation", "key_hash"])
+    .returning(orm.idempotency_attempts.c.booking_id)
+)
+
+
 class AttemptRepository:
     """Idempotency attempts; claiming one serialises every request under the same key."""
 
@@ -193,10 +201,7 @@ class AttemptRepository:
         """
         key = {"org_id": org_id, "operation": operation, "key_hash": key_hash}
         claimed = await self._session.execute(
-            insert(orm.idempotency_attempts)
-            .values(**key, fingerprint=fingerprint, booking_id=booking_id)
-            .on_conflict_do_nothing(index_elements=["org_id", "operation", "key_hash"])
-            .returning(orm.idempotency_attempts.c.booking_id)
+            _CLAIM_ATTEMPT, {**key, "fingerprint": fingerprint, "booking_id": booking_id}
         )
         if claimed.first() is not None:
             return Attempt(fingerprint, booking_id, is_new=True)
