@@ -14,7 +14,8 @@ import json
 import os
 import re
 import subprocess
-import time
+import sys
+import tempfile
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -94,21 +95,25 @@ async def _create_slots(stub: BookingServiceAsyncStub) -> list[str]:
     return slot_ids
 
 
-async def _client(stub: BookingServiceAsyncStub, slots: list[str], deadline: float) -> list[float]:
-    latencies = []
-    while slots and time.perf_counter() < deadline:
-        request = pb.CheckoutRequest(
-            org_id="bench-org",
-            user="bench",
-            idempotency_key=uuid.uuid4().hex,
-            slot_id=slots.pop(),
-            party_size=1,
-            payment_mode="card",
-        )
-        began = time.perf_counter()
-        await stub.Checkout(request)
-        latencies.append(time.perf_counter() - began)
-    return latencies
+async def _run_clients(target: str, slots: list[str]) -> tuple[list[float], float]:
+    """Runs the clients in another process; returns their latencies and the elapsed time."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as slots_file:
+        json.dump(slots, slots_file)
+    clients = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "services.booking.bench_clients",
+        target,
+        str(SECONDS),
+        slots_file.name,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    output, _ = await clients.communicate()
+    os.unlink(slots_file.name)
+    if clients.returncode != 0:
+        raise RuntimeError(f"benchmark clients failed with {clients.returncode}")
+    figures = json.loads(output)
+    return list(figures["latencies"]), float(figures["elapsed"])
 
 
 def _percentile(values: list[float], share: float) -> float:
@@ -133,14 +138,10 @@ async def measure_checkouts(database_url: str) -> CheckoutFigures:
     try:
         stub = BookingServiceStub(grpc_channel)
         slots = await _create_slots(stub)
-        began = time.perf_counter()
-        deadline = began + SECONDS
-        runs = await asyncio.gather(*(_client(stub, slots, deadline) for _ in range(CLIENTS)))
-        elapsed = time.perf_counter() - began
+        latencies, elapsed = await _run_clients(app.grpc_target, slots)
     finally:
         await grpc_channel.close(grace=None)
         await app.stop()
-    latencies = [latency for run in runs for latency in run]
     return CheckoutFigures(
         len(latencies) / elapsed, _percentile(latencies, 0.5), _percentile(latencies, 0.99)
     )
