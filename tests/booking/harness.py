@@ -141,6 +141,17 @@ class BookingHarness:
         )
         return str(event_id)
 
+    async def consumed(self, event_id: str) -> None:
+        """Waits until the service's inbox recorded the event, i.e. its effect committed."""
+        t = orm.eventing.inbox.c
+
+        async def recorded() -> bool:
+            async with self.app.uows.sessions() as session:
+                found = await session.execute(select(t.state).where(t.event_id == event_id))
+                return found.first() is not None
+
+        await eventually(recorded)
+
     async def pay(self, booking_id: str, payment_id: str, amount: int = 45000) -> None:
         """The payment service announcing that a booking's payment succeeded."""
         paid = pay.PaymentSucceeded(

@@ -79,6 +79,18 @@ class PaymentEvents:
             event for aggregate, event in self.seen if aggregate == key and isinstance(event, kind)
         ]
 
+    async def published(
+        self, kind: type[Message], key: str, count: int = 1, within: float = 10.0
+    ) -> list[Any]:
+        """The events of a kind once at least `count` arrived: the relay publishes after the
+        database commit that a test observes, so an event may still be on its way."""
+        deadline = asyncio.get_running_loop().time() + within
+        while len(found := self.of(kind, key)) < count:
+            if asyncio.get_running_loop().time() > deadline:
+                raise AssertionError(f"{count} {kind.__name__} for {key} within {within}s: {found}")
+            await asyncio.sleep(0.05)
+        return found
+
 
 @dataclass
 class Harness:

@@ -100,6 +100,7 @@ async def test_ten_duplicated_notifications_confirm_once_with_one_event(harness:
 
     await eventually(all_ten_delivered)
     await harness.payment_in(payment.booking_id, "paid")
+    await harness.events.published(events_pb2.PaymentSucceeded, payment.booking_id)
     await asyncio.sleep(EVENTS_SETTLE_S)
     assert len(harness.events.of(events_pb2.PaymentSucceeded, payment.booking_id)) == 1
     assert harness.events.of(events_pb2.RefundRequested, payment.booking_id) == []
@@ -128,6 +129,7 @@ async def test_reordered_notifications_after_a_cancellation_refund_without_confi
         return len(done) == 2
 
     await eventually(delivered)
+    await harness.events.published(events_pb2.PaymentRefunded, payment.booking_id)
     await asyncio.sleep(EVENTS_SETTLE_S)
     assert (await harness.payment(payment.booking_id)).state == "refunded"  # type: ignore[union-attr]
     assert harness.events.of(events_pb2.PaymentSucceeded, payment.booking_id) == []
@@ -153,6 +155,7 @@ async def test_a_late_paid_notification_never_moves_a_refunded_payment_back(
     for _ in range(3):
         assert (await harness.notify_signed(body)).status_code == 200
 
+    await harness.events.published(events_pb2.RefundRequested, payment.booking_id)
     await asyncio.sleep(EVENTS_SETTLE_S)
     assert (await harness.payment(payment.booking_id)).state == "refunded"  # type: ignore[union-attr]
     assert len(harness.events.of(events_pb2.PaymentSucceeded, payment.booking_id)) == 1

@@ -179,7 +179,8 @@ async def test_a_paid_pass_order_announces_its_entries_once(harness: Harness) ->
     await harness.settle(payment.provider_payment_id)
 
     await _order_in(harness, org, order.order.order_id, "paid")
-    await asyncio.sleep(1.0)
+    await harness.events.published(events_pb2.PassOrderPaid, order.order.order_id)
+    await asyncio.sleep(1.0)  # room for a duplicate announcement to show
     [announced] = harness.events.of(events_pb2.PassOrderPaid, order.order.order_id)
     assert (announced.org_id, announced.entries) == (org, 10)
 
