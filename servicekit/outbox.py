@@ -15,7 +15,7 @@ from google.protobuf.message import Message
 from sqlalchemy import Row, Table, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from servicekit import envelope, tracing
+from servicekit import driver_sql, envelope, tracing
 from servicekit.schema import DISPATCHED, FAILED, PENDING
 
 
@@ -26,9 +26,12 @@ class UnknownEffect(LookupError):
 class Outbox:
     """Appends events to one service's outbox table inside the caller's transaction."""
 
+    _COLUMNS = ("effect_id", "topic", "key", "event_type", "payload", "headers")
+
     def __init__(self, table: Table, producer: str) -> None:
         self.table = table
         self.producer = producer
+        self._insert = driver_sql.insert_sql(table, self._COLUMNS)
 
     async def append(
         self,
@@ -41,16 +44,18 @@ class Outbox:
         effect_id = effect_id or uuid.uuid4()
         carrier = tracing.current_carrier()
         wrapped = envelope.wrap(event, aggregate_id, self.producer, carrier, effect_id)
-        # Values as parameters, not .values(): one cached statement for every append.
-        await session.execute(
-            self.table.insert(),
+        # Every domain change appends here: fixed SQL on the driver, pipelined when the
+        # caller opened a pipeline (see driver_sql).
+        await driver_sql.execute(
+            session,
+            self._insert,
             {
                 "effect_id": effect_id,
                 "topic": topic,
                 "key": aggregate_id,
                 "event_type": wrapped.event_type,
                 "payload": wrapped.SerializeToString(),
-                "headers": carrier,
+                "headers": driver_sql.Jsonb(carrier),
             },
         )
         return effect_id

@@ -54,7 +54,8 @@ class OutboxRelay:
         producer: AIOKafkaProducer,
         policy: RetryPolicy | None = None,
         batch_size: int = 1000,
-        idle_wait_s: float = 0.02,
+        idle_wait_s: float = 0.05,
+        partial_wait_s: float = 0.2,
         after_broker_ack: AfterAck | None = None,
         lanes: int = 3,
     ) -> None:
@@ -65,6 +66,7 @@ class OutboxRelay:
         self._policy = policy or RetryPolicy()
         self._batch_size = batch_size
         self._idle_wait_s = idle_wait_s
+        self._partial_wait_s = partial_wait_s
         # Fault injection for tests: runs between the broker's ack and the row's update.
         self._after_broker_ack = after_broker_ack
         self._tracer = tracing.tracer("servicekit.relay")
@@ -90,6 +92,11 @@ class OutboxRelay:
                 continue
             if published == 0:
                 await _wait(stopping, self._idle_wait_s)
+            elif published < self._batch_size:
+                # Caught up: let rows gather for a moment. Claiming a row or two per round
+                # trip costs as much CPU as the checkouts that wrote them (measured: 86
+                # checkouts/s with the relay spinning, 161 without it).
+                await _wait(stopping, self._partial_wait_s)
 
     async def relay_batch(self) -> int:
         """Publishes one batch of due rows; returns how many the broker acknowledged."""

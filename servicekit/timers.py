@@ -23,7 +23,7 @@ from sqlalchemy import Table, func, select, update
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from servicekit import tracing
+from servicekit import driver_sql, tracing
 from servicekit.retry import RetryPolicy, seconds_from_now
 from servicekit.schema import CANCELLED, FAILED, FIRED, PENDING
 
@@ -45,8 +45,11 @@ TimerHandler = Callable[[AsyncSession, DueTimer], Awaitable[None]]
 class Timers:
     """Schedules and cancels timers inside the caller's transaction."""
 
+    _COLUMNS = ("timer_id", "kind", "aggregate_id", "due_at", "expected", "headers")
+
     def __init__(self, table: Table) -> None:
         self.table = table
+        self._insert = driver_sql.insert_sql(table, self._COLUMNS)
 
     async def schedule(
         self,
@@ -57,15 +60,16 @@ class Timers:
         expected: dict[str, Any],
     ) -> uuid.UUID:
         timer_id = uuid.uuid4()
-        await session.execute(
-            self.table.insert(),
+        await driver_sql.execute(
+            session,
+            self._insert,
             {
                 "timer_id": timer_id,
                 "kind": kind,
                 "aggregate_id": aggregate_id,
                 "due_at": due_at,
-                "expected": expected,
-                "headers": tracing.current_carrier(),
+                "expected": driver_sql.Jsonb(expected),
+                "headers": driver_sql.Jsonb(tracing.current_carrier()),
             },
         )
         return timer_id

@@ -221,12 +221,12 @@ async def _check_invariants(world: World) -> None:
     for before, after in zip(world.history, world.history[1:], strict=False):
         assert before == after or _reachable(before, after), world.history
     assert world.confirmations <= 1
-    for kind in (
-        events_pb2.PaymentSucceeded,
-        events_pb2.RefundRequested,
-        events_pb2.PaymentRefunded,
-    ):
+    for kind in (events_pb2.PaymentSucceeded, events_pb2.RefundRequested):
         assert sum(isinstance(e, kind) for e in events) <= 1, events
+    # A refund announced as failed may later be announced as done (the gateway shows it
+    # refunded after all); each outcome is announced once, and "failed" never follows "done".
+    outcomes = [e.state for e in events if isinstance(e, events_pb2.PaymentRefunded)]
+    assert outcomes in ([], ["refunded"], ["refund_failed"], ["refund_failed", "refunded"]), events
     # 9 and 10: money always has an owner: a confirmed booking or a refund.
     if world.ever_paid_remotely:
         if world.booking_state == "confirmed":

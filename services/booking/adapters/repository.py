@@ -7,16 +7,17 @@ id, pass balance), so two transactions never wait for each other in a cycle.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Select, select, update
-from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from servicekit import driver_sql
 from services.booking.adapters import orm
 from services.booking.adapters.rows import (
     booking_of,
@@ -32,6 +33,21 @@ from services.booking.domain.model import Booking, Slot
 
 def constraint_of(error: IntegrityError) -> str | None:
     return getattr(getattr(error.orig, "diag", None), "constraint_name", None)
+
+
+@contextmanager
+def slot_taken_is_unavailable(slot_id: str = "") -> Iterator[None]:
+    """The one-live-booking index refusing a booking means the slot is taken.
+
+    Only that index is expected; any other violation is a real error. Around a pipeline,
+    the violation arrives when the pipeline ends, so callers wrap the whole block.
+    """
+    try:
+        yield
+    except IntegrityError as error:
+        if constraint_of(error) == orm.ONE_LIVE_BOOKING_PER_SLOT:
+            raise SlotUnavailable(f"slot {slot_id or ''} already has a booking") from None
+        raise
 
 
 class SlotRepository:
@@ -63,7 +79,12 @@ class SlotRepository:
         """Locks slots in ascending id order, so opposite moves cannot deadlock."""
         found: dict[str, Slot] = {}
         for slot_id in sorted(set(slot_ids)):
-            found[slot_id] = await self._one(_slot_query(slot_id).with_for_update(), slot_id)
+            row = None
+            if is_uuid(slot_id):
+                row = await driver_sql.fetch_one(self._session, _LOCK_SLOT, {"slot_id": slot_id})
+            if row is None:
+                raise NotFound(f"slot {slot_id} not found")
+            found[slot_id] = slot_of(row)
         return found
 
     async def lock_if_exists(self, slot_id: str) -> Slot | None:
@@ -89,11 +110,8 @@ class SlotRepository:
         return [slot_of(row) for row in rows]
 
     async def save(self, slot: Slot) -> None:
-        await self._session.execute(
-            update(orm.slots)
-            .where(orm.slots.c.slot_id == slot.slot_id)
-            .values(**slot_values(slot), updated_at=datetime.now(UTC))
-        )
+        values = {**slot_values(slot), "slot_id": slot.slot_id, "updated_at": datetime.now(UTC)}
+        await driver_sql.execute(self._session, _SAVE_SLOT, values)
 
     async def _one(self, query: Select[Any], slot_id: str) -> Slot:
         row = (await self._session.execute(query)).one_or_none() if is_uuid(slot_id) else None
@@ -106,19 +124,27 @@ def _slot_query(slot_id: str) -> Select[Any]:
     return select(orm.slots).where(orm.slots.c.slot_id == slot_id)
 
 
+# Checkout, cancel and reschedule run these; fixed SQL on the driver (see driver_sql).
+_LOCK_SLOT = (
+    "SELECT slot_id, space_id, starts_at, ends_at, price_amount, currency, state,"
+    " holder_booking_id, closed_reason FROM slots WHERE slot_id = %(slot_id)s FOR UPDATE"
+)
+_SAVE_SLOT = (
+    "UPDATE slots SET state = %(state)s, holder_booking_id = %(holder_booking_id)s,"
+    " closed_reason = %(closed_reason)s, price_amount = %(price_amount)s,"
+    " currency = %(currency)s, updated_at = %(updated_at)s WHERE slot_id = %(slot_id)s"
+)
+_ADD_BOOKING = driver_sql.insert_sql(orm.bookings, tuple(orm.bookings.c.keys()))
+
+
 class BookingRepository:
     def __init__(self, session: AsyncSession) -> None:
         self._session = session
 
     async def add(self, booking: Booking) -> None:
         booking.created_at = booking.updated_at = datetime.now(UTC)
-        try:
-            await self._session.execute(orm.bookings.insert(), new_booking_values(booking))
-        except IntegrityError as error:
-            # Only the one-live-booking index is expected; anything else is a real error.
-            if constraint_of(error) == orm.ONE_LIVE_BOOKING_PER_SLOT:
-                raise SlotUnavailable(f"slot {booking.slot_id} already has a booking") from None
-            raise
+        with slot_taken_is_unavailable(booking.slot_id):
+            await driver_sql.execute(self._session, _ADD_BOOKING, new_booking_values(booking))
 
     async def find(self, booking_id: str) -> Booking | None:
         return await self._find(booking_id, for_update=False)
@@ -177,11 +203,10 @@ class Attempt:
     is_new: bool
 
 
-# Built once: the values travel as parameters, so every claim reuses one compiled statement.
 _CLAIM_ATTEMPT = (
-    insert(orm.idempotency_attempts)
-    .on_conflict_do_nothing(index_elements=["org_id", "operation", "key_hash"])
-    .returning(orm.idempotency_attempts.c.booking_id)
+    "INSERT INTO idempotency_attempts (org_id, operation, key_hash, fingerprint, booking_id)"
+    " VALUES (%(org_id)s, %(operation)s, %(key_hash)s, %(fingerprint)s, %(booking_id)s)"
+    " ON CONFLICT (org_id, operation, key_hash) DO NOTHING RETURNING booking_id"
 )
 
 
@@ -200,10 +225,12 @@ class AttemptRepository:
         insert and then sees it committed, and any other violation is raised as an error.
         """
         key = {"org_id": org_id, "operation": operation, "key_hash": key_hash}
-        claimed = await self._session.execute(
-            _CLAIM_ATTEMPT, {**key, "fingerprint": fingerprint, "booking_id": booking_id}
+        claimed = await driver_sql.fetch_one(
+            self._session,
+            _CLAIM_ATTEMPT,
+            {**key, "fingerprint": fingerprint, "booking_id": booking_id},
         )
-        if claimed.first() is not None:
+        if claimed is not None:
             return Attempt(fingerprint, booking_id, is_new=True)
         t = orm.idempotency_attempts.c
         row = (

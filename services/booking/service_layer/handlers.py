@@ -67,21 +67,23 @@ def _open_booking(uow: UnitOfWork, command: Checkout, slot: Slot, booking_id: st
 
 async def _hold_for_card(uow: UnitOfWork, booking: Booking, slot: Slot) -> None:
     slot.hold_for(booking.booking_id)
-    await uow.bookings.add(booking)
-    await uow.slots.save(slot)
-    await uow.publish(booking.booking_id, messages.payment_requested(booking))
     assert booking.hold_expires_at is not None
-    await uow.schedule_hold_release(booking.booking_id, booking.hold_expires_at)
+    async with uow.writes_together():
+        await uow.bookings.add(booking)
+        await uow.slots.save(slot)
+        await uow.publish(booking.booking_id, messages.payment_requested(booking))
+        await uow.schedule_hold_release(booking.booking_id, booking.hold_expires_at)
 
 
 async def _redeem_pass(uow: UnitOfWork, booking: Booking, slot: Slot) -> None:
     balance = await uow.passes.lock_existing(booking.org_id) or PassBalance(booking.org_id)
     debited, entry = balance.redeem_one(booking.booking_id)
     slot.book_for(booking.booking_id)
-    await uow.bookings.add(booking)
-    await uow.slots.save(slot)
     await uow.passes.apply(debited, entry)
-    await uow.publish(booking.booking_id, messages.booking_confirmed(booking))
+    async with uow.writes_together():
+        await uow.bookings.add(booking)
+        await uow.slots.save(slot)
+        await uow.publish(booking.booking_id, messages.booking_confirmed(booking))
 
 
 async def cancel_booking(uow: UnitOfWork, command: CancelBooking) -> BookingOutcome:

@@ -15,6 +15,7 @@ from datetime import datetime
 from google.protobuf.message import Message
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from servicekit import driver_sql
 from servicekit.outbox import Outbox
 from servicekit.timers import Timers
 from services.booking.adapters.catalogue import SpaceRepository, UnownedPaymentRepository
@@ -24,6 +25,7 @@ from services.booking.adapters.repository import (
     AttemptRepository,
     BookingRepository,
     SlotRepository,
+    slot_taken_is_unavailable,
 )
 
 RELEASE_UNPAID_HOLD = "release_unpaid_hold"
@@ -54,6 +56,17 @@ class UnitOfWork:
         self._outbox = outbox
         self._timers = timers
         self._topic = topic
+
+    @asynccontextmanager
+    async def writes_together(self) -> AsyncIterator[None]:
+        """The block's writes reach the database in one round trip (a pipeline).
+
+        They are queued, so a violation shows when the block ends: a taken slot is
+        reported there as slot_unavailable.
+        """
+        with slot_taken_is_unavailable():
+            async with driver_sql.pipeline(self.session):
+                yield
 
     async def publish(self, booking_id: str, event: Message) -> None:
         """Appends a booking event to the outbox; the booking id keeps its events in order."""
