@@ -55,7 +55,7 @@ class OutboxRelay:
         policy: RetryPolicy | None = None,
         batch_size: int = 1000,
         idle_wait_s: float = 0.05,
-        partial_wait_s: float = 0.2,
+        partial_wait_s: float = 0.05,
         after_broker_ack: AfterAck | None = None,
         lanes: int = 3,
     ) -> None:
