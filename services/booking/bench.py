@@ -29,6 +29,7 @@ from liftfit.booking.v1 import events_pb2 as ev
 from liftfit.booking.v1.booking_pb2_grpc import BookingServiceStub
 
 from servicekit.grpc_server import channel
+from services.booking import bench_cpu
 from services.booking.bootstrap import bootstrap
 from services.booking.service_layer.messages import timestamp
 from services.booking.settings import Settings
@@ -51,6 +52,7 @@ class CheckoutFigures:
     checkouts_per_s: float
     p50_ms: float
     p99_ms: float
+    cpu: str  # where the machine's CPU went meanwhile (bench_cpu)
 
 
 def _scratch_database(name: str) -> str:
@@ -138,12 +140,14 @@ async def measure_checkouts(database_url: str) -> CheckoutFigures:
     try:
         stub = BookingServiceStub(grpc_channel)
         slots = await _create_slots(stub)
+        before = bench_cpu.sample()
         latencies, elapsed = await _run_clients(app.grpc_target, slots)
+        cpu = bench_cpu.report(before, bench_cpu.sample(), elapsed, len(latencies))
     finally:
         await grpc_channel.close(grace=None)
         await app.stop()
     return CheckoutFigures(
-        len(latencies) / elapsed, _percentile(latencies, 0.5), _percentile(latencies, 0.99)
+        len(latencies) / elapsed, _percentile(latencies, 0.5), _percentile(latencies, 0.99), cpu
     )
 
 
@@ -171,6 +175,7 @@ async def main() -> None:
         rate = checkouts.checkouts_per_s
         print(f"checkout over gRPC, {CLIENTS} clients, distinct slots: {rate:.0f}/s")
         print(f"checkout latency: p50 {checkouts.p50_ms:.1f} ms, p99 {checkouts.p99_ms:.1f} ms")
+        print(checkouts.cpu)
         tps = measure_pgbench(_scratch_database(pgbench_db))
         print(f"pgbench TPC-B-like, 32 clients, scale 10: {tps:.0f} tps")
     finally:
