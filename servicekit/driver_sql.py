@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 Params = Mapping[str, Any]
 
-__all__ = ["Jsonb", "execute", "fetch_one", "insert_sql", "pipeline"]
+__all__ = ["Jsonb", "execute", "fetch_all", "fetch_one", "insert_sql", "pipeline"]
 
 
 async def driver_connection(session: AsyncSession) -> psycopg.AsyncConnection[Any]:
@@ -52,6 +52,15 @@ async def fetch_one(session: AsyncSession, sql: str, params: Params) -> Any | No
         async with driver.cursor(row_factory=namedtuple_row) as cursor:
             await cursor.execute(sql, params)
             return await cursor.fetchone()
+
+
+async def fetch_all(session: AsyncSession, sql: str, params: Params) -> list[Any]:
+    """Every row as a named tuple (columns as attributes)."""
+    driver = await driver_connection(session)
+    with _as_sqlalchemy_errors(sql, params):
+        async with driver.cursor(row_factory=namedtuple_row) as cursor:
+            await cursor.execute(sql, params)
+            return await cursor.fetchall()
 
 
 @asynccontextmanager

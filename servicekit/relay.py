@@ -21,12 +21,11 @@ from typing import Any
 from aiokafka import AIOKafkaProducer
 from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind
-from sqlalchemy import Row, Table, Text, bindparam, cast, func, select, update
-from sqlalchemy.dialects.postgresql import ARRAY, UUID
+from sqlalchemy import Row, Table, update
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from servicekit import tracing
+from servicekit import driver_sql, tracing
 from servicekit.kafka import OUTAGE_ERRORS, broker_answers
 from servicekit.retry import RetryPolicy, seconds_from_now
 from servicekit.schema import DISPATCHED, FAILED, PENDING
@@ -70,6 +69,7 @@ class OutboxRelay:
         # Fault injection for tests: runs between the broker's ack and the row's update.
         self._after_broker_ack = after_broker_ack
         self._tracer = tracing.tracer("servicekit.relay")
+        self._claim_sql, self._mark_sql = _claim_sql(outbox.name), _mark_sql(outbox.name)
 
     async def run(self, stopping: asyncio.Event) -> None:
         """Runs `lanes` claim-publish-mark loops; SKIP LOCKED keeps their batches disjoint.
@@ -114,27 +114,7 @@ class OutboxRelay:
         return len(outcome.acked)
 
     async def _claim(self, session: AsyncSession) -> Sequence[Any]:
-        t = self._outbox.c
-        query = (
-            # Text, not objects: the relay only passes these on, and decoding a UUID or a JSON
-            # document per row costs more than the database extracting the fields.
-            select(
-                cast(t.effect_id, Text).label("effect_id"),
-                t.topic,
-                t.key,
-                t.payload,
-                t.headers["traceparent"].astext.label("traceparent"),
-                t.headers["tracestate"].astext.label("tracestate"),
-                t.attempts,
-                t.dispatch_generation,
-                t.event_type,
-            )
-            .where(t.state == PENDING, t.next_attempt_at <= func.now())
-            .order_by(t.seq)
-            .limit(self._batch_size)
-            .with_for_update(skip_locked=True)
-        )
-        return (await session.execute(query)).all()
+        return await driver_sql.fetch_all(session, self._claim_sql, {"limit": self._batch_size})
 
     async def _publish(self, rows: Sequence[Row[Any]]) -> _Outcome:
         # Enqueue every row first and await the acknowledgements together: the producer
@@ -154,7 +134,7 @@ class OutboxRelay:
                 deliveries.append(await self._send(row, carrier, span))
             except Exception as error:  # refused before it was queued (too large, say)
                 deliveries.append(_failed(error))
-        results = await asyncio.gather(*deliveries, return_exceptions=True)
+        results = [await _outcome_of(delivery) for delivery in deliveries]
         for span in spans:
             span.end()
         return await self._classify(rows, results)
@@ -190,21 +170,9 @@ class OutboxRelay:
         )
         return _Outcome(acked=acked, refused=[] if outage else failures, outage=outage)
 
-    async def _mark_dispatched(self, session: AsyncSession, effect_ids: list[Any]) -> None:
-        if not effect_ids:
-            return
-        t = self._outbox.c
-        await session.execute(
-            update(self._outbox)
-            # One array parameter: an IN list of a thousand binds costs more than the update.
-            .where(
-                t.effect_id
-                == func.any(cast(bindparam("ids", effect_ids, type_=ARRAY(Text)), ARRAY(UUID)))
-            )
-            .values(
-                state=DISPATCHED, dispatched_at=func.now(), attempts=t.attempts + 1, last_error=None
-            )
-        )
+    async def _mark_dispatched(self, session: AsyncSession, effect_ids: list[str]) -> None:
+        if effect_ids:
+            await driver_sql.execute(session, self._mark_sql, {"ids": effect_ids})
 
     async def _mark_refused(
         self, session: AsyncSession, refused: list[tuple[Row[Any], BaseException]]
@@ -225,10 +193,45 @@ class OutboxRelay:
             )
 
 
+# Fixed SQL on the driver: the relay runs these once per batch, and building the statement
+# through SQLAlchemy cost as much as executing it.
+def _claim_sql(table: str) -> str:
+    # Text, not objects: the relay only passes these on, and decoding a UUID or a JSON
+    # document per row costs more than the database extracting the fields.
+    return (
+        "SELECT effect_id::text AS effect_id, topic, key, payload,"
+        " headers->>'traceparent' AS traceparent, headers->>'tracestate' AS tracestate,"
+        f' attempts, dispatch_generation, event_type FROM "{table}"'
+        f" WHERE state = '{PENDING}' AND next_attempt_at <= now()"
+        " ORDER BY seq LIMIT %(limit)s FOR UPDATE SKIP LOCKED"
+    )
+
+
+def _mark_sql(table: str) -> str:
+    # One array parameter: an IN list of a thousand binds costs more than the update.
+    return (
+        f"UPDATE \"{table}\" SET state = '{DISPATCHED}', dispatched_at = now(),"
+        " attempts = attempts + 1, last_error = NULL WHERE effect_id = ANY(%(ids)s::uuid[])"
+    )
+
+
 def _carrier(row: Row[Any]) -> dict[str, str]:
     """The W3C trace context stored with the row, without empty entries."""
     pairs = (("traceparent", row.traceparent), ("tracestate", row.tracestate))
     return {name: value for name, value in pairs if value}
+
+
+async def _outcome_of(delivery: asyncio.Future[Any]) -> Any:
+    """The broker's answer or the error. Awaited one by one: they resolve together, and
+    gather() would wrap each of a thousand futures first."""
+    try:
+        return await delivery
+    except asyncio.CancelledError as error:
+        if delivery.cancelled():  # the producer gave the message up; the relay goes on
+            return error
+        raise  # the relay itself is being stopped
+    except Exception as error:
+        return error
 
 
 def _failed(error: BaseException) -> asyncio.Future[Any]:
