@@ -6,8 +6,9 @@ Nothing connects at import time or here: building is cheap, `PaymentApp.start()`
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -22,6 +23,7 @@ from services.payment.adapters.orm import Tables, build_tables
 from services.payment.entrypoints import grpc_api
 from services.payment.entrypoints.consumer import booking_event_handlers
 from services.payment.entrypoints.notification_receiver import NotificationReceiver
+from services.payment.entrypoints.sweep_keeper import keep_sweep_scheduled
 from services.payment.service_layer.dependencies import PaymentDeps
 from services.payment.service_layer.jobs import JobPolicy
 from services.payment.service_layer.timer_handlers import ensure_sweep_scheduled, timer_handlers
@@ -39,6 +41,8 @@ class PaymentApp:
     tables: Tables
     sessions: async_sessionmaker[AsyncSession]
     receiver: NotificationReceiver | None
+    _stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    _sweep_keeper: asyncio.Task[None] | None = None
 
     @property
     def grpc_port(self) -> int:
@@ -51,10 +55,15 @@ class PaymentApp:
     async def start(self) -> None:
         await self.runtime.start()
         await ensure_sweep_scheduled(self.deps)
+        self._sweep_keeper = asyncio.create_task(keep_sweep_scheduled(self.deps, self._stopping))
         if self.receiver is not None:
             await self.receiver.start()
 
     async def stop(self) -> None:
+        self._stopping.set()
+        if self._sweep_keeper is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweep_keeper
         if self.receiver is not None:
             await self.receiver.stop()
         await self.runtime.stop()

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from sqlalchemy import select, update
+
+from services.payment.service_layer import jobs
 from tests.payment.conftest import HarnessFactory
+from tests.payment.harness import eventually
 
 
 async def test_with_every_notification_dropped_the_sweep_settles_each_payment(
@@ -35,3 +39,21 @@ async def test_the_sweep_resumes_a_payment_whose_creation_never_reached_the_gate
 
     payment = await harness.payment_when(booking_id, lambda p: bool(p.checkout_url), within=15)
     assert len(await harness.gateway_payments(reference=payment.payment_id)) == 1
+
+
+async def test_a_sweep_that_ended_failed_is_scheduled_again_while_the_service_runs(
+    make_harness: HarnessFactory,
+) -> None:
+    harness = await make_harness(reconcile_after_s=1, reconcile_every_s=1)
+    timers = harness.app.tables.eventing.timers
+    sweep = (timers.c.kind == jobs.RECONCILE_SWEEP) & (timers.c.aggregate_id == jobs.SWEEP_ID)
+    async with harness.app.sessions() as session, session.begin():
+        # What the timer runner does to a job that failed past its bound.
+        await session.execute(update(timers).where(sweep).values(state="failed"))
+
+    async def a_pending_sweep() -> bool:
+        async with harness.app.sessions() as session:
+            pending = select(timers.c.timer_id).where(sweep, timers.c.state == "pending")
+            return (await session.execute(pending)).first() is not None
+
+    await eventually(a_pending_sweep, within=10)
