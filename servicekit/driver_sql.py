@@ -21,12 +21,12 @@ import psycopg
 from psycopg.rows import namedtuple_row
 from psycopg.types.json import Jsonb
 from sqlalchemy import Table
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 Params = Mapping[str, Any]
 
-__all__ = ["Jsonb", "execute", "fetch_all", "fetch_one", "insert_sql", "pipeline"]
+__all__ = ["Jsonb", "constraint_of", "execute", "fetch_all", "fetch_one", "insert_sql", "pipeline"]
 
 
 async def driver_connection(session: AsyncSession) -> psycopg.AsyncConnection[Any]:
@@ -46,12 +46,9 @@ async def execute(session: AsyncSession, sql: str, params: Params) -> None:
 
 
 async def fetch_one(session: AsyncSession, sql: str, params: Params) -> Any | None:
-    """The first row as a named tuple (columns as attributes), or None."""
-    driver = await driver_connection(session)
-    with _as_sqlalchemy_errors(sql, params):
-        async with driver.cursor(row_factory=namedtuple_row) as cursor:
-            await cursor.execute(sql, params)
-            return await cursor.fetchone()
+    """The first row of a query that returns at most one, or None."""
+    rows = await fetch_all(session, sql, params)
+    return rows[0] if rows else None
 
 
 async def fetch_all(session: AsyncSession, sql: str, params: Params) -> list[Any]:
@@ -74,6 +71,12 @@ async def pipeline(session: AsyncSession) -> AsyncIterator[None]:
     with _as_sqlalchemy_errors("pipeline", None):
         async with driver.pipeline():
             yield
+
+
+def constraint_of(error: IntegrityError) -> str | None:
+    """The constraint a violation names, whether SQLAlchemy or this module raised it:
+    callers accept only the violation they expect, and any other is a real error."""
+    return getattr(getattr(error.orig, "diag", None), "constraint_name", None)
 
 
 @contextmanager

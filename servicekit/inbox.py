@@ -24,7 +24,7 @@ from sqlalchemy import Table, func, select, update
 from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from servicekit import envelope, tracing
+from servicekit import driver_sql, envelope, tracing
 from servicekit.retry import RetryPolicy
 from servicekit.schema import FAILED, PROCESSED
 
@@ -112,7 +112,9 @@ class Inbox:
             try:
                 return await self._apply_once(delivery, event)
             except IntegrityError as error:
-                if _constraint_of(error) == "inbox_pkey" and await self._marker_exists(event):
+                if driver_sql.constraint_of(error) == "inbox_pkey" and await self._marker_exists(
+                    event
+                ):
                     return "duplicate"  # a concurrent delivery of the same event won
                 raise
 
@@ -228,11 +230,6 @@ class Inbox:
 def _already_handled(marker: Any, generation: int) -> bool:
     # A parked event is applied again only when a deliberate replay raised its generation.
     return bool(marker.state == PROCESSED or marker.dispatch_generation >= generation)
-
-
-def _constraint_of(error: IntegrityError) -> str | None:
-    diag = getattr(error.orig, "diag", None)
-    return getattr(diag, "constraint_name", None)
 
 
 class InboxConsumer:

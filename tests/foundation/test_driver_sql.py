@@ -33,10 +33,6 @@ async def _holders(sessions: async_sessionmaker[AsyncSession]) -> list[str]:
         return [row.holder for row in rows]
 
 
-def _constraint(error: IntegrityError) -> str | None:
-    return getattr(getattr(error.orig, "diag", None), "constraint_name", None)
-
-
 async def test_pipelined_writes_commit_or_roll_back_with_the_session(
     sessions: async_sessionmaker[AsyncSession],
 ) -> None:
@@ -61,7 +57,7 @@ async def test_a_violation_in_a_pipeline_is_a_sqlalchemy_integrity_error_naming_
             await driver_sql.execute(session, INSERT, {"seat": 1, "holder": "ada"})
             await driver_sql.execute(session, INSERT, {"seat": 1, "holder": "eve"})
 
-    assert _constraint(raised.value) == "seats_once"
+    assert driver_sql.constraint_of(raised.value) == "seats_once"
     assert await _holders(sessions) == []  # the whole transaction rolled back
 
 
@@ -73,7 +69,7 @@ async def test_a_violation_outside_a_pipeline_is_raised_by_the_statement(
     async with sessions() as session:  # closing it without a commit rolls back
         with pytest.raises(IntegrityError) as raised:
             await driver_sql.execute(session, INSERT, {"seat": 1, "holder": "eve"})
-    assert _constraint(raised.value) == "seats_once"
+    assert driver_sql.constraint_of(raised.value) == "seats_once"
 
     async with sessions() as session:
         row = await driver_sql.fetch_one(session, "SELECT holder FROM seats WHERE seat = 1", {})

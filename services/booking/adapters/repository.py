@@ -11,9 +11,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
-from sqlalchemy import Select, select, update
+from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -31,10 +30,6 @@ from services.booking.domain.errors import InvalidRequest, NotFound, SlotUnavail
 from services.booking.domain.model import Booking, Slot
 
 
-def constraint_of(error: IntegrityError) -> str | None:
-    return getattr(getattr(error.orig, "diag", None), "constraint_name", None)
-
-
 @contextmanager
 def slot_taken_is_unavailable(slot_id: str = "") -> Iterator[None]:
     """The one-live-booking index refusing a booking means the slot is taken.
@@ -45,8 +40,9 @@ def slot_taken_is_unavailable(slot_id: str = "") -> Iterator[None]:
     try:
         yield
     except IntegrityError as error:
-        if constraint_of(error) == orm.ONE_LIVE_BOOKING_PER_SLOT:
-            raise SlotUnavailable(f"slot {slot_id or ''} already has a booking") from None
+        if driver_sql.constraint_of(error) == orm.ONE_LIVE_BOOKING_PER_SLOT:
+            slot = f"slot {slot_id}" if slot_id else "the slot"
+            raise SlotUnavailable(f"{slot} already has a booking") from None
         raise
 
 
@@ -68,7 +64,7 @@ class SlotRepository:
         try:
             await self._session.execute(orm.slots.insert(), rows)
         except IntegrityError as error:
-            if constraint_of(error) == "slots_do_not_overlap_in_a_space":
+            if driver_sql.constraint_of(error) == "slots_do_not_overlap_in_a_space":
                 raise InvalidRequest("slots overlap each other or existing slots") from None
             raise
 
@@ -77,15 +73,7 @@ class SlotRepository:
 
     async def lock_in_order(self, slot_ids: Iterable[str]) -> dict[str, Slot]:
         """Locks slots in ascending id order, so opposite moves cannot deadlock."""
-        found: dict[str, Slot] = {}
-        for slot_id in sorted(set(slot_ids)):
-            row = None
-            if is_uuid(slot_id):
-                row = await driver_sql.fetch_one(self._session, _LOCK_SLOT, {"slot_id": slot_id})
-            if row is None:
-                raise NotFound(f"slot {slot_id} not found")
-            found[slot_id] = slot_of(row)
-        return found
+        return {slot_id: await self._one(_LOCK_SLOT, slot_id) for slot_id in sorted(set(slot_ids))}
 
     async def lock_if_exists(self, slot_id: str) -> Slot | None:
         try:
@@ -94,7 +82,7 @@ class SlotRepository:
             return None
 
     async def get(self, slot_id: str) -> Slot:
-        return await self._one(_slot_query(slot_id), slot_id)
+        return await self._one(_GET_SLOT, slot_id)
 
     async def in_space(
         self, space_id: str, since: datetime | None, until: datetime | None
@@ -113,22 +101,20 @@ class SlotRepository:
         values = {**slot_values(slot), "slot_id": slot.slot_id, "updated_at": datetime.now(UTC)}
         await driver_sql.execute(self._session, _SAVE_SLOT, values)
 
-    async def _one(self, query: Select[Any], slot_id: str) -> Slot:
-        row = (await self._session.execute(query)).one_or_none() if is_uuid(slot_id) else None
+    async def _one(self, sql: str, slot_id: str) -> Slot:
+        params = {"slot_id": slot_id}
+        row = await driver_sql.fetch_one(self._session, sql, params) if is_uuid(slot_id) else None
         if row is None:
             raise NotFound(f"slot {slot_id} not found")
         return slot_of(row)
 
 
-def _slot_query(slot_id: str) -> Select[Any]:
-    return select(orm.slots).where(orm.slots.c.slot_id == slot_id)
-
-
 # Checkout, cancel and reschedule run these; fixed SQL on the driver (see driver_sql).
-_LOCK_SLOT = (
+_GET_SLOT = (
     "SELECT slot_id, space_id, starts_at, ends_at, price_amount, currency, state,"
-    " holder_booking_id, closed_reason FROM slots WHERE slot_id = %(slot_id)s FOR UPDATE"
+    " holder_booking_id, closed_reason FROM slots WHERE slot_id = %(slot_id)s"
 )
+_LOCK_SLOT = _GET_SLOT + " FOR UPDATE"
 _SAVE_SLOT = (
     "UPDATE slots SET state = %(state)s, holder_booking_id = %(holder_booking_id)s,"
     " closed_reason = %(closed_reason)s, price_amount = %(price_amount)s,"
