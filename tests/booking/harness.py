@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from servicekit.grpc_server import reason_of
 from services.booking.adapters import orm
 from services.booking.bootstrap import BookingApp
 from services.booking.service_layer.messages import timestamp
+from tests.support import waiting
 
 if TYPE_CHECKING:  # the async stub exists only in the type stubs
     from liftfit.booking.v1.booking_pb2_grpc import BookingServiceAsyncStub
@@ -174,14 +174,7 @@ class BookingHarness:
 
 async def eventually(check: Callable[[], Awaitable[T | None]], timeout_s: float = 20.0) -> T:
     """Polls until `check` returns something truthy; the consumer is asynchronous."""
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while True:
-        result = await check()
-        if result:
-            return result
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"not within {timeout_s}s: {check}")
-        await asyncio.sleep(0.1)
+    return await waiting.eventually(check, timeout_s)
 
 
 async def reason_of_call(call: Awaitable[Any]) -> str:

@@ -27,6 +27,7 @@ from servicekit.relay import OutboxRelay
 from servicekit.retry import RetryPolicy
 from servicekit.runtime import create_schema
 from servicekit.schema import EventingTables, add_eventing_tables
+from tests.support import waiting
 
 TOPIC = "skeleton.events"
 
@@ -174,8 +175,4 @@ async def start_relay(
 
 async def eventually(check: Callable[[], Awaitable[bool]], timeout_s: float = 30.0) -> None:
     """Waits until check() holds; fails the test with a clear message otherwise."""
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while not await check():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"condition not reached within {timeout_s}s")
-        await asyncio.sleep(0.1)
+    await waiting.eventually(check, timeout_s)

@@ -30,6 +30,7 @@ from sqlalchemy import func, select
 from servicekit import envelope
 from services.payment.bootstrap import PaymentApp
 from services.payment.domain.signature import sign
+from tests.support import waiting
 
 T = TypeVar("T")
 API_KEY = "sk_test_payment_suite"
@@ -38,14 +39,7 @@ SECRETS = ("whsec_new", "whsec_old")  # a rotation in progress: the gateway sign
 
 async def eventually(check: Callable[[], Awaitable[T | None]], within: float = 10.0) -> T:
     """The first truthy result of `check`; fails the test when none comes in time."""
-    deadline = time.monotonic() + within
-    while True:
-        result = await check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {within}s (last: {result!r})")
-        await asyncio.sleep(0.05)
+    return await waiting.eventually(check, within)
 
 
 @dataclass
@@ -84,12 +78,12 @@ class PaymentEvents:
     ) -> list[Any]:
         """The events of a kind once at least `count` arrived: the relay publishes after the
         database commit that a test observes, so an event may still be on its way."""
-        deadline = asyncio.get_running_loop().time() + within
-        while len(found := self.of(kind, key)) < count:
-            if asyncio.get_running_loop().time() > deadline:
-                raise AssertionError(f"{count} {kind.__name__} for {key} within {within}s: {found}")
-            await asyncio.sleep(0.05)
-        return found
+
+        async def arrived() -> list[Any] | None:
+            found = self.of(kind, key)
+            return found if len(found) >= count else None
+
+        return await eventually(arrived, within)
 
 
 @dataclass

@@ -1,0 +1,21 @@
+"""Waiting for asynchronous effects in tests: consumers, relays and timers act later."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+async def eventually(check: Callable[[], Awaitable[T | None]], within: float) -> T:
+    """The first truthy result of `check`; fails the test when none comes in time."""
+    deadline = asyncio.get_running_loop().time() + within
+    while True:
+        result = await check()
+        if result:
+            return result
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"not within {within}s: {check} (last: {result!r})")
+        await asyncio.sleep(0.05)
