@@ -26,10 +26,19 @@ LOG_DIR="$LOCAL/log"
 RUN_DIR="$LOCAL/run"
 
 PG_PORT="${PG_PORT:-15432}"
-PG_ROOT="$LOCAL/pg"
-PG_DATA="$PG_ROOT/data"
-PG_SOCK="$PG_ROOT/run"
-PG_LOG="$LOG_DIR/postgres.log"
+set_pg_root() {
+  PG_ROOT="$1"
+  PG_DATA="$PG_ROOT/data"
+  PG_SOCK="$PG_ROOT/run"
+}
+# .local/pg is a link when the cluster had to live elsewhere (see relocate_pg_if_unreachable).
+if [[ -L "$LOCAL/pg" ]]; then
+  set_pg_root "$(readlink -f "$LOCAL/pg")"
+  PG_LOG="$PG_ROOT/postgres.log"
+else
+  set_pg_root "$LOCAL/pg"
+  PG_LOG="$LOG_DIR/postgres.log"
+fi
 PG_USER=liftfit
 PG_PASSWORD=liftfit
 PG_DATABASES=(booking payment access notify)
@@ -189,9 +198,29 @@ pg_psql_admin() {
   "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres "$@"
 }
 
+# PostgreSQL runs as the postgres OS user, which must traverse every parent directory of
+# its data. A clone under a private directory (mktemp -d, a 0700 home) is not reachable,
+# so the cluster then lives in a directory of its own under /var/tmp, named after the
+# repository's path, and .local/pg links to it.
+relocate_pg_if_unreachable() {
+  is_root && [[ ! -L "$LOCAL/pg" ]] || return 0
+  as_pg test -x "$LOCAL" 2>/dev/null && return 0
+  local elsewhere
+  elsewhere="/var/tmp/liftfit-pg-$(printf '%s' "$REPO" | sha1sum | cut -c1-12)"
+  [[ ! -e "$LOCAL/pg" ]] || rmdir "$LOCAL/pg" 2>/dev/null ||
+    die "$LOCAL/pg holds data the postgres OS user cannot reach; make the repository's parents traversable (o+x) or remove it"
+  mkdir -p "$elsewhere"
+  chmod 755 "$elsewhere"
+  ln -s "$elsewhere" "$LOCAL/pg"
+  set_pg_root "$elsewhere"
+  PG_LOG="$PG_ROOT/postgres.log"
+  log "the postgres OS user cannot reach $LOCAL; the cluster lives in $elsewhere (linked from .local/pg)"
+}
+
 pg_up() {
   ensure_postgres_installed
   prepare_dirs
+  relocate_pg_if_unreachable
   mkdir -p "$PG_ROOT" "$PG_SOCK"
   if is_root; then
     chown postgres:postgres "$PG_ROOT" "$PG_SOCK"
