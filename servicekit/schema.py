@@ -50,8 +50,9 @@ def add_eventing_tables(metadata: MetaData) -> EventingTables:
     )
 
 
-def _now() -> Column[object]:
-    return Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now())
+def now_column(name: str) -> Column[object]:
+    """A timestamp column that the database fills with the time of the insert."""
+    return Column(name, DateTime(timezone=True), nullable=False, server_default=func.now())
 
 
 def _outbox(metadata: MetaData) -> Table:
@@ -74,7 +75,7 @@ def _outbox(metadata: MetaData) -> Table:
         ),
         Column("dispatch_generation", Integer, nullable=False, server_default="0"),
         Column("last_error", Text),
-        _now(),
+        now_column("created_at"),
         Column("dispatched_at", DateTime(timezone=True)),
     )
     # The relay walks pending rows in seq order; an index in that order lets it stop after
@@ -99,7 +100,7 @@ def _inbox(metadata: MetaData) -> Table:
         Column("offset", BigInteger, nullable=False),
         # Kept for a parked message, so an operator can see what failed.
         Column("payload", LargeBinary),
-        _now(),
+        now_column("created_at"),
         Column("processed_at", DateTime(timezone=True)),
         PrimaryKeyConstraint("consumer", "event_id", name="inbox_pkey"),
     )
@@ -119,7 +120,7 @@ def _timers(metadata: MetaData) -> Table:
         Column("attempts", Integer, nullable=False, server_default="0"),
         Column("last_error", Text),
         Column("headers", JSONB, nullable=False),
-        _now(),
+        now_column("created_at"),
         Column("fired_at", DateTime(timezone=True)),
     )
     Index("timers_pending_due", table.c.due_at, postgresql_where=text("state = 'pending'"))

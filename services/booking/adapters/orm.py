@@ -33,7 +33,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import UUID, ExcludeConstraint
 
-from servicekit.schema import add_eventing_tables
+from servicekit.schema import add_eventing_tables, now_column
 
 ONE_LIVE_BOOKING_PER_SLOT = "bookings_one_live_per_slot"
 LEDGER_REFERENCE_ONCE = "pass_ledger_reference_once"
@@ -48,21 +48,13 @@ def _create_btree_gist(target: MetaData, connection: Connection, **_: Any) -> No
     connection.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS btree_gist")
 
 
-def _created_at() -> Column[object]:
-    return Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now())
-
-
-def _updated_at() -> Column[object]:
-    return Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now())
-
-
 spaces = Table(
     "spaces",
     metadata,
     Column("space_id", UUID(as_uuid=False), primary_key=True),
     Column("name", Text, nullable=False),
     Column("timezone", Text, nullable=False),
-    _created_at(),
+    now_column("created_at"),
 )
 
 slots = Table(
@@ -77,8 +69,8 @@ slots = Table(
     Column("state", Text, nullable=False),
     Column("holder_booking_id", UUID(as_uuid=False)),
     Column("closed_reason", Text),
-    _created_at(),
-    _updated_at(),
+    now_column("created_at"),
+    now_column("updated_at"),
     CheckConstraint("starts_at < ends_at", name="slots_range_not_empty"),
     CheckConstraint("price_amount >= 0", name="slots_price_not_negative"),
     CheckConstraint("state IN ('available', 'held', 'booked', 'closed')", name="slots_state_known"),
@@ -118,8 +110,8 @@ bookings = Table(
     Column("paid", Boolean, nullable=False, server_default=text("false")),
     Column("hold_expires_at", DateTime(timezone=True)),
     Column("trace_id", Text, nullable=False, server_default=""),
-    _created_at(),
-    _updated_at(),
+    now_column("created_at"),
+    now_column("updated_at"),
     CheckConstraint("party_size BETWEEN 1 AND 4", name="bookings_party_size_range"),
     CheckConstraint("payment_mode IN ('card', 'pass')", name="bookings_payment_mode_known"),
     CheckConstraint(
@@ -144,7 +136,7 @@ idempotency_attempts = Table(
     Column("key_hash", LargeBinary, nullable=False),
     Column("fingerprint", LargeBinary, nullable=False),
     Column("booking_id", UUID(as_uuid=False), nullable=False),
-    _created_at(),
+    now_column("created_at"),
     PrimaryKeyConstraint("org_id", "operation", "key_hash", name="idempotency_attempts_pkey"),
     # Deferred: a checkout claims its key before the booking row exists.
     ForeignKeyConstraint(
@@ -157,7 +149,7 @@ pass_balances = Table(
     metadata,
     Column("org_id", Text, primary_key=True),
     Column("balance", Integer, nullable=False),
-    _updated_at(),
+    now_column("updated_at"),
     CheckConstraint("balance >= 0", name="pass_balance_never_negative"),
 )
 
@@ -193,5 +185,5 @@ unowned_payments = Table(
     Column("payment_id", Text, primary_key=True),
     Column("booking_id", Text, nullable=False),
     Column("reason", Text, nullable=False),
-    _created_at(),
+    now_column("created_at"),
 )

@@ -21,7 +21,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import UUID
 
-from servicekit.schema import EventingTables, add_eventing_tables
+from servicekit.schema import EventingTables, add_eventing_tables, now_column
 
 
 @dataclass(frozen=True)
@@ -33,14 +33,6 @@ class Tables:
     payments: Table
     incidents: Table
     eventing: EventingTables
-
-
-def _created() -> Column[object]:
-    return Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now())
-
-
-def _updated() -> Column[object]:
-    return Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now())
 
 
 def _plans(metadata: MetaData) -> Table:
@@ -55,7 +47,7 @@ def _plans(metadata: MetaData) -> Table:
         Column("currency", Text, nullable=False),
         Column("entries", Integer, nullable=False),
         Column("period_days", Integer, nullable=False),
-        _created(),
+        now_column("created_at"),
         PrimaryKeyConstraint("plan_code", "plan_version", name="plans_pkey"),
         CheckConstraint("kind IN ('pass', 'subscription')", name="plans_kind"),
     )
@@ -79,8 +71,8 @@ def _orders(metadata: MetaData) -> Table:
         Column("period_days", Integer, nullable=False),
         Column("period_starts_at", DateTime(timezone=True)),
         Column("period_ends_at", DateTime(timezone=True)),
-        _created(),
-        _updated(),
+        now_column("created_at"),
+        now_column("updated_at"),
     )
     # The last guard behind the organisation lock: one open initial subscription order.
     Index(
@@ -100,7 +92,7 @@ def _order_commands(metadata: MetaData) -> Table:
         Column("key", Text, nullable=False),
         Column("fingerprint", Text, nullable=False),
         Column("order_id", UUID(as_uuid=True), nullable=False),
-        _created(),
+        now_column("created_at"),
         # Kept as long as the order: a replay after any time returns the same order.
         PrimaryKeyConstraint("organization_id", "key", name="order_commands_pkey"),
         # Deferred, because the command is claimed first and the order written after it.
@@ -130,8 +122,8 @@ def _payments(metadata: MetaData) -> Table:
         Column("checkout_url", Text),
         Column("hold_expires_at", DateTime(timezone=True)),
         Column("reconciled_at", DateTime(timezone=True)),
-        _created(),
-        _updated(),
+        now_column("created_at"),
+        now_column("updated_at"),
         CheckConstraint("(booking_id IS NULL) <> (order_id IS NULL)", name="payments_one_owner"),
         CheckConstraint(
             "state IN ('pending','paid','failed','expired','cancelled',"
