@@ -182,7 +182,8 @@ async def _start_relay(sessions, tables: EventingTables, bootstrap: str):  # typ
     producer = kafka.make_producer(bootstrap, "bench-relay")
     await producer.start()
     # The settings every service runs with; only the idle wait is shorter, to start promptly.
-    relay = OutboxRelay(sessions, tables.outbox, producer, idle_wait_s=0.005)
+    link = kafka.ProducerLink.of(producer)
+    relay = OutboxRelay(sessions, tables.outbox, link, idle_wait_s=0.005)
     stopping = asyncio.Event()
     return asyncio.create_task(relay.run(stopping)), stopping, producer
 

@@ -1,6 +1,13 @@
-"""Engines and sessions. Only a service's bootstrap() calls these."""
+"""Engines and sessions. Only a service's bootstrap() calls these.
+
+Every connection carries time-outs, so no statement, lock wait or forgotten transaction
+can hold a worker (or a row) for ever, and error messages never carry bound values:
+a failing statement's parameters are customer data.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import (
@@ -11,8 +18,36 @@ from sqlalchemy.ext.asyncio import (
 )
 
 
-def make_engine(url: str, pool_size: int = 10) -> AsyncEngine:
-    return create_async_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+@dataclass(frozen=True)
+class Timeouts:
+    """Seconds. The statement bound is generous: the longest statement is a relay batch."""
+
+    connect_s: int = 5
+    statement_s: float = 15.0
+    lock_s: float = 5.0
+    idle_in_transaction_s: float = 60.0
+    pool_wait_s: float = 10.0
+
+    def server_options(self) -> str:
+        settings = {
+            "statement_timeout": self.statement_s,
+            "lock_timeout": self.lock_s,
+            "idle_in_transaction_session_timeout": self.idle_in_transaction_s,
+        }
+        return " ".join(f"-c {name}={int(value * 1000)}" for name, value in settings.items())
+
+
+def make_engine(url: str, pool_size: int = 10, timeouts: Timeouts | None = None) -> AsyncEngine:
+    timeouts = timeouts or Timeouts()
+    return create_async_engine(
+        url,
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_pre_ping=True,
+        pool_timeout=timeouts.pool_wait_s,
+        hide_parameters=True,
+        connect_args={"connect_timeout": timeouts.connect_s, "options": timeouts.server_options()},
+    )
 
 
 def make_session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:

@@ -2,10 +2,18 @@
 
 Health checking and server reflection on every server; the W3C trace context travels in
 the call's metadata, so one trace follows a booking from the gateway into each service.
+
+No internal detail leaves the process: an exception that is not a deliberate answer ends
+the call as INTERNAL with a correlation id, which the log line carries too (with the
+trace id and the whole exception), so a caller can report it and an operator find it.
+An unreachable database is UNAVAILABLE (clients may retry), a deadlock or time-out that
+outlived its retries is ABORTED.
 """
 
 from __future__ import annotations
 
+import logging
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -16,12 +24,15 @@ from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind
 
 from servicekit import tracing
+from servicekit.faults import Fault, classify
 
+log = logging.getLogger(__name__)
 Registration = Callable[[grpc.aio.Server], None]
+MAX_DETAIL = 300
 
 
-class TracingServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
-    """Continues the caller's trace for every unary call."""
+class GuardedServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
+    """Continues the caller's trace and turns every unexpected exception into a clean status."""
 
     async def intercept_service(
         self,
@@ -35,17 +46,51 @@ class TracingServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type
         inner = handler.unary_unary
         method = details.method
 
-        async def traced(request: Any, context: Any) -> Any:
+        async def guarded(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             with tracing.tracer("servicekit.grpc").start_as_current_span(
                 method, context=tracing.context_from(carrier), kind=SpanKind.SERVER
             ):
-                return await inner(request, context)
+                try:
+                    return await inner(request, context)
+                except grpc.aio.AbortError:
+                    raise  # a deliberate answer, already given
+                except Exception as error:
+                    await _answer_unexpected(context, method, error)
 
         return grpc.unary_unary_rpc_method_handler(
-            traced,
+            guarded,
             request_deserializer=handler.request_deserializer,
             response_serializer=handler.response_serializer,
         )
+
+
+async def _answer_unexpected(
+    context: grpc.aio.ServicerContext[Any, Any], method: str, error: Exception
+) -> None:
+    fault = classify(error)
+    if fault is Fault.OUTAGE:
+        log.warning("%s: the database is unreachable: %s", method, type(error).__name__)
+        await abort_with_reason(
+            context,
+            grpc.StatusCode.UNAVAILABLE,
+            "unavailable",
+            "a dependency is unavailable; retry",
+        )
+    correlation = uuid.uuid4().hex[:16]
+    log.error(
+        "%s failed: correlation=%s trace=%s",
+        method,
+        correlation,
+        tracing.current_trace_id(),
+        exc_info=error,
+    )
+    if fault is Fault.CONFLICT:
+        await abort_with_reason(
+            context, grpc.StatusCode.ABORTED, "conflict", f"try again (correlation {correlation})"
+        )
+    await abort_with_reason(
+        context, grpc.StatusCode.INTERNAL, "internal", f"internal error (correlation {correlation})"
+    )
 
 
 class TracingClientInterceptor(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[type-arg]
@@ -65,11 +110,28 @@ class TracingClientInterceptor(grpc.aio.UnaryUnaryClientInterceptor):  # type: i
             return call
 
 
+class Health:
+    """The server's health as the supervisor reports it: all services together."""
+
+    def __init__(self, servicer: Any, service_names: Sequence[str]) -> None:
+        self._servicer = servicer
+        self._names = ("", *service_names)
+
+    async def serving(self, healthy: bool) -> None:
+        status = (
+            health_pb2.HealthCheckResponse.SERVING
+            if healthy
+            else health_pb2.HealthCheckResponse.NOT_SERVING
+        )
+        for name in self._names:
+            await self._servicer.set(name, status)
+
+
 async def start_server(
     address: str, registrations: Sequence[Registration], service_names: Sequence[str]
-) -> tuple[grpc.aio.Server, int]:
-    """Starts a server with health and reflection; returns it and the bound port."""
-    server = grpc.aio.server(interceptors=[TracingServerInterceptor()])
+) -> tuple[grpc.aio.Server, int, Health]:
+    """Starts a server with health and reflection; returns it, the bound port and its health."""
+    server = grpc.aio.server(interceptors=[GuardedServerInterceptor()])
     for register in registrations:
         register(server)
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
@@ -78,9 +140,9 @@ async def start_server(
     reflection.enable_server_reflection(names, server)
     port = server.add_insecure_port(address)
     await server.start()
-    for name in ("", *service_names):
-        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return server, port
+    server_health = Health(health_servicer, service_names)
+    await server_health.serving(True)
+    return server, port, server_health
 
 
 def channel(target: str) -> grpc.aio.Channel:
@@ -89,9 +151,13 @@ def channel(target: str) -> grpc.aio.Channel:
 
 
 async def abort_with_reason(context: Any, code: grpc.StatusCode, reason: str, detail: str) -> None:
-    """Ends the call with a status and a machine-readable reason in the trailing metadata."""
+    """Ends the call with a status and a machine-readable reason in the trailing metadata.
+
+    The detail is bounded: a message that echoed a caller's 10,000-character input would
+    overflow gRPC's metadata limit and reach the caller as RESOURCE_EXHAUSTED instead.
+    """
     context.set_trailing_metadata((("reason", reason),))
-    await context.abort(code, detail)
+    await context.abort(code, detail[:MAX_DETAIL])
 
 
 def reason_of(error: grpc.aio.AioRpcError) -> str:

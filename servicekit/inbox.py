@@ -3,9 +3,15 @@
 A redelivered event finds its marker and changes nothing. Only the inbox's own unique-key
 violation counts as a duplicate, and only after the marker is seen to exist; any other
 database error is an error. Offsets are committed after the database commit, so a crash
-redelivers rather than loses. A message whose handler keeps failing is parked after the
-bound (a failed inbox row and a copy on the dead-letter topic) so it cannot stop its
-partition; a later replay under a higher dispatch generation is applied once.
+redelivers rather than loses.
+
+Nothing in a record is trusted: key, value and headers are checked before any handler
+runs (see `records`), and a record that fails a check, or whose handler fails for a
+reason retrying cannot cure, is parked: a failed inbox row with the reason, plus a copy on
+`<topic>.dlq`, and the partition moves on. A database outage parks nothing: the delivery
+waits, spending no attempts. Deadlocks and serialization failures are retried a bounded
+number of times, then parked. A later replay under a higher dispatch generation is
+applied once.
 """
 
 from __future__ import annotations
@@ -13,18 +19,20 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 from google.protobuf.message import Message
 from liftfit.events.v1.envelope_pb2 import EventEnvelope
 from opentelemetry.trace import SpanKind
 from sqlalchemy import Table, func, select, update
-from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from servicekit import driver_sql, envelope, tracing
+from servicekit import driver_sql, tracing
+from servicekit.faults import Fault, classify
+from servicekit.kafka import ProducerLink
+from servicekit.outage import OutageLog
+from servicekit.records import BadRecord, Delivery, Incoming, read_delivery
 from servicekit.retry import RetryPolicy
 from servicekit.schema import FAILED, PROCESSED
 
@@ -32,30 +40,7 @@ log = logging.getLogger(__name__)
 
 EventHandler = Callable[[AsyncSession, EventEnvelope, Message], Awaitable[None]]
 
-
-@dataclass(frozen=True)
-class Delivery:
-    """What the inbox needs of one Kafka record."""
-
-    topic: str
-    partition: int
-    offset: int
-    value: bytes
-    headers: dict[str, str]
-
-    @classmethod
-    def of(cls, record: ConsumerRecord[Any, Any]) -> Delivery:
-        return cls(
-            topic=record.topic,
-            partition=record.partition,
-            offset=record.offset,
-            value=record.value or b"",
-            headers=tracing.carrier_from_pairs(record.headers or ()),
-        )
-
-    @property
-    def generation(self) -> int:
-        return int(self.headers.get("dispatch-generation", "0") or 0)
+__all__ = ["Delivery", "EventHandler", "Inbox"]
 
 
 class Inbox:
@@ -67,7 +52,7 @@ class Inbox:
         sessions: async_sessionmaker[AsyncSession],
         inbox: Table,
         handlers: Mapping[str, EventHandler],
-        dead_letters: AIOKafkaProducer | None = None,
+        dead_letters: ProducerLink | None = None,
         policy: RetryPolicy | None = None,
     ) -> None:
         self.name = consumer_name
@@ -77,56 +62,66 @@ class Inbox:
         self._dead_letters = dead_letters
         self._policy = policy or RetryPolicy(max_attempts=5, base_delay_s=0.2, max_delay_s=5)
         self._tracer = tracing.tracer("servicekit.inbox")
+        self._database = OutageLog(log, f"{consumer_name} inbox: the database")
+        self._copies: set[asyncio.Task[None]] = set()
 
     async def deliver(self, delivery: Delivery) -> str:
-        """Applies one delivery; returns processed, duplicate, ignored or parked."""
+        """Applies one delivery; returns processed, duplicate, ignored or parked.
+
+        Never raises for anything in the record or its handler: the worst outcome of a
+        record is `parked`. It waits through a database outage instead of returning.
+        """
         try:
-            event = envelope.parse(delivery.value)
-        except Exception as error:  # an unreadable message can never succeed
-            return await self._park(delivery, None, error)
-        attempts = 0
+            incoming = read_delivery(delivery)
+        except BadRecord as bad:
+            return await self._park(delivery, None, bad.reason)
+        conflicts = 0
         while True:
             try:
-                return await self._apply(delivery, event)
-            except (OperationalError, InterfaceError) as error:
-                # The database is unreachable or the transaction was aborted by the server:
-                # an outage, not a poison message, so it spends no attempts.
-                log.warning("%s: waiting for the database: %r", self.name, error)
-                await asyncio.sleep(self._policy.delay_after(1))
+                outcome = await self._apply(delivery, incoming)
+                self._database.succeeded()
+                return outcome
             except Exception as error:
-                attempts += 1
-                log.warning(
-                    "%s: %s failed (attempt %d): %r", self.name, event.event_id, attempts, error
-                )
-                if self._policy.exhausted(attempts):
-                    return await self._park(delivery, event, error)
-                await asyncio.sleep(self._policy.delay_after(attempts))
+                fault = classify(error)
+                if fault is Fault.OUTAGE:
+                    self._database.failed(error)
+                    await asyncio.sleep(self._policy.delay_after(2))
+                    continue
+                if fault is Fault.CONFLICT:
+                    conflicts += 1
+                    if not self._policy.exhausted(conflicts):
+                        await asyncio.sleep(self._policy.delay_after(conflicts))
+                        continue
+                log.warning("%s: %s failed (%s): %r", self.name, incoming.event_id, fault, error)
+                return await self._park(delivery, incoming, _reason_of(error, fault))
 
-    async def _apply(self, delivery: Delivery, event: EventEnvelope) -> str:
+    async def _apply(self, delivery: Delivery, incoming: Incoming) -> str:
         with self._tracer.start_as_current_span(
             f"consume {delivery.topic}",
-            context=tracing.context_from(delivery.headers),
+            context=tracing.context_from(incoming.trace_context),
             kind=SpanKind.CONSUMER,
-            attributes={"messaging.message.id": event.event_id, "consumer": self.name},
+            attributes={"messaging.message.id": incoming.event_id, "consumer": self.name},
         ):
             try:
-                return await self._apply_once(delivery, event)
+                return await self._apply_once(delivery, incoming)
             except IntegrityError as error:
-                if driver_sql.constraint_of(error) == "inbox_pkey" and await self._marker_exists(
-                    event
-                ):
+                duplicate_key = driver_sql.constraint_of(error) == "inbox_pkey"
+                if duplicate_key and await self._marker_exists(incoming.event_id):
                     return "duplicate"  # a concurrent delivery of the same event won
                 raise
 
-    async def _apply_once(self, delivery: Delivery, event: EventEnvelope) -> str:
+    async def _apply_once(self, delivery: Delivery, incoming: Incoming) -> str:
         async with self._sessions() as session, session.begin():
-            marker = await self._lock_marker(session, event.event_id)
-            if marker is not None and _already_handled(marker, delivery.generation):
+            marker = await self._lock_marker(session, incoming.event_id)
+            if marker is not None and _already_handled(marker, incoming.generation):
                 return "duplicate"
-            handler = self._handlers.get(event.event_type)
+            handler = self._handlers.get(incoming.event_type)
             if handler is not None:
-                await handler(session, event, envelope.unpack(event))
-            await self._write_marker(session, delivery, event, marker, PROCESSED, None)
+                await handler(session, incoming.envelope, incoming.payload())
+            values = _marker_values(delivery, incoming.generation, PROCESSED, None)
+            await self._write_marker(
+                session, incoming.event_id, incoming.event_type, marker, values
+            )
             return "processed" if handler is not None else "ignored"
 
     async def _lock_marker(self, session: AsyncSession, event_id: str) -> Any:
@@ -141,90 +136,110 @@ class Inbox:
     async def _write_marker(
         self,
         session: AsyncSession,
-        delivery: Delivery,
-        event: EventEnvelope,
+        event_id: str,
+        event_type: str,
         marker: Any,
-        state: str,
-        error: BaseException | None,
+        values: dict[str, Any],
     ) -> None:
-        values: dict[str, Any] = {
-            "state": state,
-            "dispatch_generation": delivery.generation,
-            "last_error": repr(error)[:2000] if error else None,
-            "topic": delivery.topic,
-            "partition": delivery.partition,
-            "offset": delivery.offset,
-            "processed_at": func.now(),
-            "payload": delivery.value if state == FAILED else None,
-        }
         if marker is None:
             await session.execute(
                 self._inbox.insert().values(
                     consumer=self.name,
-                    event_id=event.event_id,
-                    event_type=event.event_type,
+                    event_id=event_id,
+                    event_type=event_type,
                     attempts=1,
                     **values,
                 )
             )
-        else:
-            t = self._inbox.c
-            await session.execute(
-                update(self._inbox)
-                .where(t.consumer == self.name, t.event_id == event.event_id)
-                .values(attempts=t.attempts + 1, **values)
-            )
+            return
+        t = self._inbox.c
+        await session.execute(
+            update(self._inbox)
+            .where(t.consumer == self.name, t.event_id == event_id)
+            .values(attempts=t.attempts + 1, **values)
+        )
 
-    async def _marker_exists(self, event: EventEnvelope) -> bool:
+    async def _marker_exists(self, event_id: str) -> bool:
         async with self._sessions() as session:
             t = self._inbox.c
-            query = select(t.event_id).where(t.consumer == self.name, t.event_id == event.event_id)
+            query = select(t.event_id).where(t.consumer == self.name, t.event_id == event_id)
             return (await session.execute(query)).first() is not None
 
-    async def _park(
-        self, delivery: Delivery, event: EventEnvelope | None, error: BaseException
-    ) -> str:
+    async def _park(self, delivery: Delivery, incoming: Incoming | None, reason: str) -> str:
         log.error(
-            "%s: parking message %s/%d@%d: %r",
+            "%s: parking %s/%d@%d: %s",
             self.name,
             delivery.topic,
             delivery.partition,
             delivery.offset,
-            error,
+            reason,
         )
-        placeholder = event or EventEnvelope(
-            event_id=f"unreadable:{delivery.topic}:{delivery.partition}:{delivery.offset}",
-            event_type="unreadable",
-        )
-        async with self._sessions() as session, session.begin():
-            marker = await self._lock_marker(session, placeholder.event_id)
-            await self._write_marker(session, delivery, placeholder, marker, FAILED, error)
-        if self._dead_letters is not None:
-            await self._copy_to_dead_letters(delivery, error)
+        event_id = incoming.event_id if incoming else delivery.placeholder_id
+        event_type = incoming.event_type if incoming else "unreadable"
+        generation = incoming.generation if incoming else 0
+        values = _marker_values(delivery, generation, FAILED, reason)
+        while True:  # the parked row is the durable record: wait for the database to take it
+            try:
+                async with self._sessions() as session, session.begin():
+                    marker = await self._lock_marker(session, event_id)
+                    await self._write_marker(session, event_id, event_type, marker, values)
+                self._database.succeeded()
+                break
+            except Exception as error:
+                if classify(error) is Fault.PERMANENT:
+                    raise
+                self._database.failed(error)
+                await asyncio.sleep(self._policy.delay_after(2))
+        self._copy_to_dead_letters(delivery, reason)
         return "parked"
 
-    async def _copy_to_dead_letters(self, delivery: Delivery, error: BaseException) -> None:
+    def _copy_to_dead_letters(self, delivery: Delivery, reason: str) -> None:
         # The failed inbox row is the durable record; the dead-letter copy is a convenience
-        # for tools that read topics, so failing to write it must not stop the partition.
-        assert self._dead_letters is not None
-        headers = [(k, v.encode()) for k, v in delivery.headers.items()]
-        headers.append(("parked-error", repr(error)[:500].encode()))
+        # for tools that read topics, so it is sent in the background and its failure
+        # never stops the partition.
+        if self._dead_letters is None:
+            return
+        task = asyncio.create_task(self._send_copy(self._dead_letters, delivery, reason))
+        self._copies.add(task)
+        task.add_done_callback(self._copies.discard)
+
+    async def _send_copy(self, link: ProducerLink, delivery: Delivery, reason: str) -> None:
+        headers = [*delivery.raw_headers(), ("parked-reason", reason.encode())]
         try:
+            producer = link.current
+            if producer is None:
+                raise RuntimeError("the producer is not connected")
             await asyncio.wait_for(
-                self._dead_letters.send_and_wait(
-                    f"{delivery.topic}.dlq", value=delivery.value, headers=headers
+                producer.send_and_wait(
+                    f"{delivery.topic}.dlq", value=delivery.value, key=delivery.key, headers=headers
                 ),
-                10,
+                30,
             )
-        except Exception as dlq_error:
+        except Exception as error:
             log.error(
                 "%s: dead-letter copy of %s/%d@%d failed: %r",
                 self.name,
                 delivery.topic,
                 delivery.partition,
                 delivery.offset,
-                dlq_error,
+                error,
             )
+
+
+def _marker_values(
+    delivery: Delivery, generation: int, state: str, reason: str | None
+) -> dict[str, Any]:
+    return {
+        "state": state,
+        "dispatch_generation": generation,
+        "last_error": reason,
+        "topic": delivery.topic,
+        "partition": delivery.partition,
+        "offset": delivery.offset,
+        "processed_at": func.now(),
+        # Kept for a parked message, so an operator can see what failed.
+        "payload": delivery.value if state == FAILED else None,
+    }
 
 
 def _already_handled(marker: Any, generation: int) -> bool:
@@ -232,22 +247,8 @@ def _already_handled(marker: Any, generation: int) -> bool:
     return bool(marker.state == PROCESSED or marker.dispatch_generation >= generation)
 
 
-class InboxConsumer:
-    """Feeds Kafka records to an Inbox and commits offsets after the database commit."""
-
-    def __init__(self, consumer: AIOKafkaConsumer, inbox: Inbox) -> None:
-        self._consumer = consumer
-        self._inbox = inbox
-
-    async def run(self, stopping: asyncio.Event) -> None:
-        while not stopping.is_set():
-            batches = await self._consumer.getmany(timeout_ms=200, max_records=500)
-            for partition, records in batches.items():
-                await self._deliver_partition(partition, records)
-
-    async def _deliver_partition(
-        self, partition: TopicPartition, records: list[ConsumerRecord[Any, Any]]
-    ) -> None:
-        for record in records:
-            await self._inbox.deliver(Delivery.of(record))
-        await self._consumer.commit({partition: records[-1].offset + 1})
+def _reason_of(error: BaseException, fault: Fault) -> str:
+    what = "kept conflicting" if fault is Fault.CONFLICT else "failed"
+    text = str(error).splitlines()[0] if str(error) else ""
+    # Bounded and without NUL, which a text column refuses.
+    return f"handler {what}: {type(error).__name__}: {text[:300]}".replace("\x00", "?")

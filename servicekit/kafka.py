@@ -1,23 +1,25 @@
-"""Kafka clients as every service configures them."""
+"""Kafka clients as every service configures them, and the service's one producer.
+
+Nothing here connects at construction. The producer is started by whichever worker needs
+it first and retried while the broker is down, so a service starts and serves without
+Kafka and its relay catches up when the broker returns.
+"""
 
 from __future__ import annotations
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.errors import (
-    KafkaConnectionError,
-    KafkaTimeoutError,
-    NodeNotReadyError,
-    RequestTimedOutError,
-)
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
 
-# Errors that say the broker could not be reached, as opposed to a problem with one message.
-OUTAGE_ERRORS: tuple[type[BaseException], ...] = (
-    KafkaConnectionError,
-    KafkaTimeoutError,
-    NodeNotReadyError,
-    RequestTimedOutError,
-    ConnectionError,
-)
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.errors import KafkaError
+
+from servicekit.outage import OutageLog
+
+log = logging.getLogger(__name__)
+ProducerFactory = Callable[[], AIOKafkaProducer]
+RECONNECT_WAIT_S = 1.0
 
 
 def make_producer(bootstrap: str, client_id: str) -> AIOKafkaProducer:
@@ -47,9 +49,51 @@ def make_consumer(bootstrap: str, group_id: str, topics: list[str]) -> AIOKafkaC
     )
 
 
-async def broker_answers(producer: AIOKafkaProducer, timeout_s: float = 3.0) -> bool:
-    import asyncio
+class ProducerLink:
+    """One producer per process, shared by the relay and the dead-letter copies."""
 
+    def __init__(self, make: ProducerFactory, name: str = "producer") -> None:
+        self._make = make
+        self._producer: AIOKafkaProducer | None = None
+        self._lock = asyncio.Lock()
+        self._broker = OutageLog(log, f"{name}: the broker")
+
+    @classmethod
+    def of(cls, producer: AIOKafkaProducer) -> ProducerLink:
+        """A link to a producer the caller has started (tests, tools)."""
+        link = cls(lambda: producer)
+        link._producer = producer
+        return link
+
+    @property
+    def current(self) -> AIOKafkaProducer | None:
+        return self._producer
+
+    async def connect(self, stopping: asyncio.Event) -> AIOKafkaProducer | None:
+        """The started producer; waits while the broker is down; None once stopping."""
+        async with self._lock:
+            while self._producer is None and not stopping.is_set():
+                candidate = self._make()
+                try:
+                    await candidate.start()
+                except KafkaError as error:
+                    self._broker.failed(error)
+                    with contextlib.suppress(Exception):
+                        await candidate.stop()
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stopping.wait(), RECONNECT_WAIT_S)
+                    continue
+                self._broker.succeeded()
+                self._producer = candidate
+            return self._producer
+
+    async def close(self) -> None:
+        producer, self._producer = self._producer, None
+        if producer is not None:
+            await producer.stop()
+
+
+async def broker_answers(producer: AIOKafkaProducer, timeout_s: float = 3.0) -> bool:
     try:
         await asyncio.wait_for(producer.client.fetch_all_metadata(), timeout_s)
         return True

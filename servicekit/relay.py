@@ -5,7 +5,9 @@ publish the same row at the same time. A row is marked dispatched only after the
 acknowledged it; if the relay dies in between, the row is published again and consumers
 drop the copy by its effect id. No high-water mark is kept, so a row that commits late is
 still claimed. A broker outage delays rows without spending their attempts; a row that
-the broker refuses is retried with backoff and marked failed after the bound.
+the broker refuses is retried with backoff and marked failed after the bound; a
+retriable broker error (a leader moving, a request timing out) spends no attempt.
+The producer is connected by the relay's own worker, so a service starts without Kafka.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
+from aiokafka import errors as kafka_errors
 from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind
 from sqlalchemy import Row, Table, update
@@ -26,7 +29,9 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from servicekit import driver_sql, tracing
-from servicekit.kafka import OUTAGE_ERRORS, broker_answers
+from servicekit.faults import BROKER_OUTAGE_ERRORS
+from servicekit.kafka import ProducerLink, broker_answers
+from servicekit.outage import OutageLog
 from servicekit.retry import RetryPolicy, seconds_from_now
 from servicekit.schema import DISPATCHED, FAILED, PENDING
 
@@ -37,6 +42,17 @@ HELPER_LANE_REST_S = 0.5
 
 class BrokerUnavailable(RuntimeError):
     """Kafka could not be reached; the claimed rows stay pending with their attempts intact."""
+
+
+# A leader moving or a request timing out is the broker's passing trouble, not the row's.
+_RETRIABLE = (
+    *BROKER_OUTAGE_ERRORS,
+    kafka_errors.NotLeaderForPartitionError,
+    kafka_errors.LeaderNotAvailableError,
+    kafka_errors.NotEnoughReplicasError,
+    kafka_errors.NotEnoughReplicasAfterAppendError,
+    asyncio.CancelledError,  # the producer gave the message up
+)
 
 
 @dataclass
@@ -51,7 +67,7 @@ class OutboxRelay:
         self,
         sessions: async_sessionmaker[AsyncSession],
         outbox: Table,
-        producer: AIOKafkaProducer,
+        producer: ProducerLink,
         policy: RetryPolicy | None = None,
         batch_size: int = 1000,
         idle_wait_s: float = 0.05,
@@ -62,7 +78,7 @@ class OutboxRelay:
         self._lanes = lanes
         self._sessions = sessions
         self._outbox = outbox
-        self._producer = producer
+        self._link = producer
         self._policy = policy or RetryPolicy()
         self._batch_size = batch_size
         self._idle_wait_s = idle_wait_s
@@ -78,16 +94,20 @@ class OutboxRelay:
         While one lane waits for the broker's acknowledgements another claims and marks,
         so the database and the broker work at the same time.
         """
+        if await self._link.connect(stopping) is None:
+            return
         await asyncio.gather(*(self._lane(stopping, first=i == 0) for i in range(self._lanes)))
 
     async def _lane(self, stopping: asyncio.Event, first: bool) -> None:
         backoff = self._policy.base_delay_s
+        outage = OutageLog(log, f"relay of {self._outbox.name}")
         while not stopping.is_set():
             try:
                 published = await self.relay_batch()
                 backoff = self._policy.base_delay_s
+                outage.succeeded()
             except (BrokerUnavailable, DBAPIError, OSError) as error:
-                log.warning("relay waiting %.1fs: %s", backoff, error)
+                outage.failed(error)
                 await _wait(stopping, backoff)
                 backoff = min(backoff * 2, 5.0)
                 continue
@@ -146,6 +166,13 @@ class OutboxRelay:
             span.end()
         return await self._classify(rows, results)
 
+    @property
+    def _producer(self) -> AIOKafkaProducer:
+        producer = self._link.current
+        if producer is None:
+            raise BrokerUnavailable("the producer is not connected yet")
+        return producer
+
     async def _send(self, row: Row[Any], carrier: dict[str, str], span: trace.Span) -> Any:
         # The row's own context is the fallback, so the trace survives a no-op tracer.
         if span.get_span_context().is_valid:
@@ -171,11 +198,22 @@ class OutboxRelay:
             for row, result in zip(rows, results, strict=True)
             if isinstance(result, BaseException)
         ]
-        outage = bool(failures) and (
-            any(isinstance(error, OUTAGE_ERRORS) for _, error in failures)
-            and not await broker_answers(self._producer)
-        )
-        return _Outcome(acked=acked, refused=[] if outage else failures, outage=outage)
+        passing = [(row, error) for row, error in failures if self._passing(row, error)]
+        refused = [(row, error) for row, error in failures if not self._passing(row, error)]
+        outage = bool(passing) and not await broker_answers(self._producer)
+        # Rows that met the broker's passing trouble stay pending with their attempts intact.
+        return _Outcome(acked=acked, refused=refused, outage=outage)
+
+    def _passing(self, row: Row[Any], error: BaseException) -> bool:
+        """A retriable error, for a topic the broker knows: the row is not at fault.
+
+        A missing topic also ends in a time-out, but waiting cannot cure it, so that row
+        spends its attempts and ends failed, visible to operators.
+        """
+        if not isinstance(error, _RETRIABLE):
+            return False
+        topics = self._producer.client.cluster.topics()
+        return not topics or row.topic in topics
 
     async def _mark_dispatched(self, session: AsyncSession, effect_ids: list[str]) -> None:
         if effect_ids:

@@ -1,27 +1,31 @@
 """The long-lived parts of one service, started and stopped together.
 
-A service's bootstrap() builds one ServiceRuntime: its gRPC server, its outbox relay, its
-inbox consumers and its timer runner. Tests start the same object in-process; the
-service's process entry point starts it and waits for SIGTERM.
+A service's bootstrap() builds one ServiceRuntime: its gRPC server and its workers
+(outbox relay, inbox consumers, timer runner, and whatever else the service runs).
+Starting needs only the database: the gRPC server answers at once and the workers
+connect to Kafka by themselves, so a service serves while the broker is down. Workers
+are supervised (see `supervision`): gRPC health says NOT_SERVING while one is down, and
+a worker that cannot recover ends the process with a non-zero exit code. Tests start the
+same object in-process; the process entry point runs it until SIGTERM.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import Sequence
+import os
+import signal
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import grpc
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from sqlalchemy import MetaData
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from servicekit.grpc_server import Registration, start_server
-from servicekit.inbox import InboxConsumer
-from servicekit.relay import OutboxRelay
-from servicekit.timers import TimerRunner
+from servicekit.grpc_server import Health, Registration, start_server
+from servicekit.kafka import ProducerLink
+from servicekit.supervision import RestartPolicy, Supervisor, Worker
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +38,10 @@ async def create_schema(engine: AsyncEngine, metadata: MetaData) -> None:
         await connection.run_sync(metadata.create_all)
 
 
+class ProcessFailed(RuntimeError):
+    """A worker could not recover; the process must be replaced."""
+
+
 @dataclass
 class ServiceRuntime:
     name: str
@@ -42,65 +50,71 @@ class ServiceRuntime:
     grpc_address: str
     registrations: Sequence[Registration]
     service_names: Sequence[str]
-    producer: AIOKafkaProducer
-    relay: OutboxRelay | None = None
-    consumers: Sequence[tuple[AIOKafkaConsumer, InboxConsumer]] = ()
-    timers: TimerRunner | None = None
+    producer: ProducerLink
+    workers: Sequence[Worker] = ()
+    restart_policy: RestartPolicy = field(default_factory=RestartPolicy)
     grpc_port: int = 0
     _server: grpc.aio.Server | None = None
-    _stopping: asyncio.Event = field(default_factory=asyncio.Event)
-    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    _health: Health | None = None
+    _supervisor: Supervisor | None = None
+
+    @property
+    def supervisor(self) -> Supervisor:
+        assert self._supervisor is not None, "start() first"
+        return self._supervisor
 
     async def start(self) -> None:
         await create_schema(self.engine, self.metadata)
-        await self.producer.start()
-        for consumer, _ in self.consumers:
-            await consumer.start()
-        self._server, self.grpc_port = await start_server(
+        self._server, self.grpc_port, self._health = await start_server(
             self.grpc_address, self.registrations, self.service_names
         )
-        workers = [c.run for _, c in self.consumers]
-        workers += [w.run for w in (self.relay, self.timers) if w is not None]
-        self._tasks = [asyncio.create_task(run(self._stopping)) for run in workers]
+        self._supervisor = Supervisor(self.workers, self._health.serving, self.restart_policy)
+        self._supervisor.start()
         log.info("%s serving gRPC on port %d", self.name, self.grpc_port)
 
     async def stop(self) -> None:
-        self._stopping.set()
+        if self._health is not None:
+            await self._health.serving(False)
         if self._server is not None:
             await self._server.stop(grace=2)
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        for consumer, _ in self.consumers:
-            await consumer.stop()
-        await self.producer.stop()
+        if self._supervisor is not None:
+            await self._supervisor.stop()
+        await self.producer.close()
         await self.engine.dispose()
 
     async def serve_until_stopped(self) -> None:
-        """For a service's process: runs until SIGTERM or SIGINT, or a worker dies."""
-        import signal
-
+        """For a service's process: runs until SIGTERM or SIGINT, or a worker gives up."""
+        stopping = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, self._stopping.set)
+            loop.add_signal_handler(sig, stopping.set)
         await self.start()
         try:
-            stop_wait = asyncio.create_task(self._stopping.wait())
-            await asyncio.wait([stop_wait, *self._tasks], return_when=asyncio.FIRST_COMPLETED)
-            for task in self._tasks:
-                if task.done() and task.exception() is not None:
-                    log.error("%s worker died: %r", self.name, task.exception())
+            await asyncio.wait(
+                [
+                    asyncio.create_task(stopping.wait()),
+                    asyncio.create_task(self.supervisor.failed.wait()),
+                ],
+                return_when=asyncio.FIRST_COMPLETED,
+            )
         finally:
             await self.stop()
+        if self.supervisor.failed.is_set():
+            raise ProcessFailed(f"{self.name}: a worker did not recover")
 
 
 def configure_logging() -> None:
-    import os
-
     logging.basicConfig(
         level=os.environ.get("LOG_LEVEL", "INFO").upper(),
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
     )
-    logging.getLogger("aiokafka").setLevel(logging.WARNING)
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+
+
+def run_process(serve: Coroutine[Any, Any, None]) -> None:
+    """Runs a service's main coroutine; a process whose worker gave up exits with 1."""
+    try:
+        asyncio.run(serve)
+    except ProcessFailed as failure:
+        log.critical("%s; exiting so that a fresh process replaces this one", failure)
+        raise SystemExit(1) from None

@@ -33,12 +33,17 @@ FIRED = "fired"
 CANCELLED = "cancelled"
 
 
+OPEN = "open"
+RESOLVED = "resolved"
+
+
 @dataclass(frozen=True)
 class EventingTables:
     outbox: Table
     inbox: Table
     timers: Table
     audit_log: Table
+    incidents: Table
 
 
 def add_eventing_tables(metadata: MetaData) -> EventingTables:
@@ -47,6 +52,7 @@ def add_eventing_tables(metadata: MetaData) -> EventingTables:
         inbox=_inbox(metadata),
         timers=_timers(metadata),
         audit_log=_audit_log(metadata),
+        incidents=_incidents(metadata),
     )
 
 
@@ -120,6 +126,9 @@ def _timers(metadata: MetaData) -> Table:
         Column("attempts", Integer, nullable=False, server_default="0"),
         Column("last_error", Text),
         Column("headers", JSONB, nullable=False),
+        # A runner's claim: the timer is its own until leased_until, then anyone's again.
+        Column("lease_token", UUID(as_uuid=True)),
+        Column("leased_until", DateTime(timezone=True)),
         now_column("created_at"),
         Column("fired_at", DateTime(timezone=True)),
     )
@@ -138,3 +147,30 @@ def _audit_log(metadata: MetaData) -> Table:
         Column("subject", Text, nullable=False),
         Column("detail", JSONB, nullable=False),
     )
+
+
+def _incidents(metadata: MetaData) -> Table:
+    """What needs a human: opened by code, resolved by an operator's decision."""
+    table = Table(
+        "incidents",
+        metadata,
+        Column("incident_id", UUID(as_uuid=True), primary_key=True),
+        Column("kind", Text, nullable=False),
+        Column("subject_id", Text, nullable=False),
+        Column("state", Text, nullable=False, server_default=OPEN),
+        Column("detail", Text, nullable=False),
+        now_column("opened_at"),
+        Column("resolved_at", DateTime(timezone=True)),
+        Column("resolved_by", Text),
+        Column("decision", Text),
+        Column("note", Text),
+    )
+    # A repeated observation of the same problem adds no second open incident.
+    Index(
+        "incidents_one_open",
+        table.c.kind,
+        table.c.subject_id,
+        unique=True,
+        postgresql_where=text("state = 'open'"),
+    )
+    return table

@@ -2,9 +2,23 @@
 
 A timer is written in the same transaction as the change that needs it, survives
 restarts, and carries the state it expects to find when it fires; its handler checks that
-state and does nothing if it changed (an old revoke never removes a replacement). Due
-timers are claimed with SKIP LOCKED, so several runners share them; a timer's effect and
-its "fired" mark commit together.
+state and does nothing if it changed (an old revoke never removes a replacement).
+
+A runner claims due timers with SKIP LOCKED and commits the claim (a lease) before any
+handler runs, so no row lock is held while a handler works, and runs the claimed timers
+side by side: one slow job never delays another. A runner that dies mid-job loses only
+its lease, which expires, and the timer is claimed again.
+
+Two kinds of handler:
+- a *transactional* handler (`TimerHandler`) runs inside a transaction that also marks
+  the timer fired, so its effect and the mark commit together;
+- an *outbound* job (`OutboundJob`) calls a provider: it opens its own short
+  transactions (read, then apply the answer) and holds none across the call; the timer
+  is marked fired after it returns, so a crash in between repeats a call that the
+  provider's idempotency key makes harmless.
+
+Attempts are counted at the claim and bounded; a timer that uses them up ends `failed`
+and opens an incident for an operator. A database outage spends no attempt.
 """
 
 from __future__ import annotations
@@ -14,16 +28,18 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from opentelemetry.trace import SpanKind
-from sqlalchemy import Table, func, select, update
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy import Table, func, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from servicekit import driver_sql, tracing
+from servicekit.faults import Fault, classify
+from servicekit.incidents import Incidents
+from servicekit.outage import OutageLog
 from servicekit.retry import RetryPolicy, seconds_from_now
 from servicekit.schema import CANCELLED, FAILED, FIRED, PENDING
 
@@ -37,9 +53,13 @@ class DueTimer:
     aggregate_id: str
     due_at: datetime
     expected: dict[str, Any]
+    attempts: int = 1
+    headers: dict[str, str] = field(default_factory=dict)
+    lease: uuid.UUID | None = None
 
 
 TimerHandler = Callable[[AsyncSession, DueTimer], Awaitable[None]]
+OutboundJob = Callable[[DueTimer], Awaitable[None]]
 
 
 class Timers:
@@ -85,7 +105,7 @@ class Timers:
 
 
 class TimerRunner:
-    """Fires due timers through their handlers."""
+    """Fires due timers through their handlers, several at a time."""
 
     def __init__(
         self,
@@ -95,77 +115,185 @@ class TimerRunner:
         policy: RetryPolicy | None = None,
         batch_size: int = 50,
         idle_wait_s: float = 0.2,
+        outbound: Mapping[str, OutboundJob] | None = None,
+        incidents: Incidents | None = None,
+        concurrency: int = 16,
+        lease_s: float = 120.0,
     ) -> None:
         self._sessions = sessions
         self._table = table
         self._handlers = handlers
+        self._outbound = outbound or {}
+        self._incidents = incidents
         self._policy = policy or RetryPolicy()
         self._batch_size = batch_size
         self._idle_wait_s = idle_wait_s
+        self._slots = asyncio.Semaphore(concurrency)
+        self._concurrency = concurrency
+        self._lease_s = lease_s
         self._tracer = tracing.tracer("servicekit.timers")
+        self._database = OutageLog(log, f"timers of {table.name}: the database")
+        self._claim_sql = _claim_sql(table.name)
+        self._running: set[asyncio.Task[None]] = set()
 
     async def run(self, stopping: asyncio.Event) -> None:
-        while not stopping.is_set():
-            try:
-                fired = await self.fire_due()
-            except (DBAPIError, OSError) as error:
-                log.warning("timer runner waiting for the database: %s", error)
-                fired = 0
-            if fired == 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stopping.wait(), self._idle_wait_s)
+        try:
+            while not stopping.is_set():
+                claimed = await self._claim_while_free()
+                if not claimed:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stopping.wait(), self._idle_wait_s)
+        finally:
+            for task in list(self._running):
+                task.cancel()
+            await asyncio.gather(*self._running, return_exceptions=True)
 
     async def fire_due(self) -> int:
-        """Fires one batch of due timers; returns how many were handled."""
-        async with self._sessions() as session, session.begin():
-            t = self._table.c
-            rows = (
-                await session.execute(
-                    select(self._table)
-                    .where(t.state == PENDING, t.due_at <= func.now())
-                    .order_by(t.due_at)
-                    .limit(self._batch_size)
-                    .with_for_update(skip_locked=True)
-                )
-            ).all()
-            for row in rows:
-                await self._fire(session, row)
-            return len(rows)
+        """Claims one batch of due timers and runs them to the end; returns how many."""
+        timers = await self._claim(self._batch_size)
+        await asyncio.gather(*(self._fire(timer) for timer in timers))
+        return len(timers)
 
-    async def _fire(self, session: AsyncSession, row: Any) -> None:
-        timer = DueTimer(row.timer_id, row.kind, row.aggregate_id, row.due_at, dict(row.expected))
+    async def _claim_while_free(self) -> int:
+        free = self._concurrency - len(self._running)
+        if free <= 0:
+            await asyncio.wait(self._running, return_when=asyncio.FIRST_COMPLETED)
+            return 1
+        try:
+            timers = await self._claim(min(free, self._batch_size))
+            self._database.succeeded()
+        except Exception as error:
+            if classify(error) is not Fault.OUTAGE:
+                raise
+            self._database.failed(error)
+            return 0
+        for timer in timers:
+            task = asyncio.create_task(self._fire(timer))
+            self._running.add(task)
+            task.add_done_callback(self._running.discard)
+        return len(timers)
+
+    async def _claim(self, limit: int) -> list[DueTimer]:
+        lease = uuid.uuid4()
+        params = {"limit": limit, "lease": lease, "lease_s": self._lease_s}
+        async with self._sessions() as session, session.begin():
+            rows = await driver_sql.fetch_all(session, self._claim_sql, params)
+        return [_due_timer(row, lease) for row in rows]
+
+    async def _fire(self, timer: DueTimer) -> None:
+        async with self._slots:
+            with self._tracer.start_as_current_span(
+                f"timer {timer.kind}",
+                context=tracing.context_from(timer.headers),
+                kind=SpanKind.INTERNAL,
+                attributes={"timer.id": str(timer.timer_id), "timer.kind": timer.kind},
+            ):
+                try:
+                    await self._handle(timer)
+                except Exception as error:
+                    await self._postpone(timer, error)
+
+    async def _handle(self, timer: DueTimer) -> None:
+        outbound = self._outbound.get(timer.kind)
+        if outbound is not None:
+            await outbound(timer)
+            async with self._sessions() as session, session.begin():
+                await self._mark_fired(session, timer)
+            return
         handler = self._handlers.get(timer.kind)
-        with self._tracer.start_as_current_span(
-            f"timer {timer.kind}",
-            context=tracing.context_from(row.headers),
-            kind=SpanKind.INTERNAL,
-            attributes={"timer.id": str(timer.timer_id)},
-        ):
-            try:
-                async with session.begin_nested():
-                    if handler is None:
-                        raise LookupError(f"no handler for timer kind {timer.kind!r}")
-                    await handler(session, timer)
-            except Exception as error:
-                await self._postpone(session, row, error)
-                return
+        if handler is None:
+            raise LookupError(f"no handler for timer kind {timer.kind!r}")
+        async with self._sessions() as session, session.begin():
+            await handler(session, timer)
+            await self._mark_fired(session, timer)
+
+    async def _mark_fired(self, session: AsyncSession, timer: DueTimer) -> None:
+        t = self._table.c
         await session.execute(
             update(self._table)
-            .where(self._table.c.timer_id == row.timer_id)
-            .values(state=FIRED, fired_at=func.now(), attempts=row.attempts + 1)
+            .where(t.timer_id == timer.timer_id, t.lease_token == timer.lease)
+            .values(state=FIRED, fired_at=func.now(), leased_until=None)
         )
 
-    async def _postpone(self, session: AsyncSession, row: Any, error: BaseException) -> None:
-        attempts = row.attempts + 1
-        log.warning("timer %s (%s) failed, attempt %d: %r", row.timer_id, row.kind, attempts, error)
-        delay = self._policy.delay_after(attempts)
+    async def _postpone(self, timer: DueTimer, error: BaseException) -> None:
+        """Retries later; after the bound the timer fails and an incident is opened."""
+        fault = classify(error)
+        outage = fault is Fault.OUTAGE
+        exhausted = not outage and self._policy.exhausted(timer.attempts)
+        if not outage:
+            log.warning(
+                "timer %s (%s) failed, attempt %d: %r",
+                timer.timer_id,
+                timer.kind,
+                timer.attempts,
+                error,
+            )
+        while True:  # the outcome must be written, or the lease would hide the timer
+            try:
+                async with self._sessions() as session, session.begin():
+                    await self._write_postponed(session, timer, error, outage, exhausted)
+                self._database.succeeded()
+                return
+            except Exception as write_error:
+                if classify(write_error) is not Fault.OUTAGE:
+                    log.error(
+                        "timer %s: recording its failure failed: %r", timer.timer_id, write_error
+                    )
+                    return  # the lease expires and the timer is claimed again
+                self._database.failed(write_error)
+                await asyncio.sleep(1.0)
+
+    async def _write_postponed(
+        self,
+        session: AsyncSession,
+        timer: DueTimer,
+        error: BaseException,
+        outage: bool,
+        exhausted: bool,
+    ) -> None:
+        t = self._table.c
+        delay = 1.0 if outage else self._policy.delay_after(timer.attempts)
         await session.execute(
             update(self._table)
-            .where(self._table.c.timer_id == row.timer_id)
+            .where(t.timer_id == timer.timer_id, t.lease_token == timer.lease)
             .values(
-                attempts=attempts,
+                # An outage is not the job's fault: the attempt it was given back.
+                attempts=t.attempts - 1 if outage else t.attempts,
                 last_error=repr(error)[:2000],
-                state=FAILED if self._policy.exhausted(attempts) else PENDING,
+                state=FAILED if exhausted else PENDING,
                 due_at=seconds_from_now(delay),
+                leased_until=None,
             )
         )
+        if exhausted and self._incidents is not None:
+            detail = f"{timer.kind} for {timer.aggregate_id} failed {timer.attempts} times: "
+            await self._incidents.open(
+                session, "timer_failed", f"{timer.kind}:{timer.aggregate_id}", detail + repr(error)
+            )
+
+
+def _claim_sql(table: str) -> str:
+    # One statement: pick due, unleased timers (skipping those another runner is claiming),
+    # lease them and count the attempt; the claim commits before any handler runs.
+    return (
+        f'UPDATE "{table}" SET lease_token = %(lease)s, attempts = attempts + 1,'
+        " leased_until = now() + make_interval(secs => %(lease_s)s)"
+        f' WHERE timer_id IN (SELECT timer_id FROM "{table}"'
+        f" WHERE state = '{PENDING}' AND due_at <= now()"
+        " AND (leased_until IS NULL OR leased_until < now())"
+        " ORDER BY due_at LIMIT %(limit)s FOR UPDATE SKIP LOCKED)"
+        " RETURNING timer_id, kind, aggregate_id, due_at, expected, headers, attempts"
+    )
+
+
+def _due_timer(row: Any, lease: uuid.UUID) -> DueTimer:
+    return DueTimer(
+        timer_id=row.timer_id,
+        kind=row.kind,
+        aggregate_id=row.aggregate_id,
+        due_at=row.due_at,
+        expected=dict(row.expected),
+        attempts=row.attempts,
+        headers=dict(row.headers or {}),
+        lease=lease,
+    )

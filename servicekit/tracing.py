@@ -23,6 +23,7 @@ from opentelemetry.sdk.trace.export import (
 )
 
 _configured: TracerProvider | None = None
+_TRACE_HEADERS = frozenset({"traceparent", "tracestate", "baggage"})
 
 
 def configure_tracing(service_name: str, exporter: SpanExporter | None = None) -> TracerProvider:
@@ -69,10 +70,22 @@ def context_from(carrier: Mapping[str, str]) -> Context:
 
 
 def carrier_from_pairs(pairs: Iterable[tuple[str, str | bytes]]) -> dict[str, str]:
-    """Kafka headers and gRPC metadata arrive as pairs, sometimes with bytes values."""
+    """The trace headers among gRPC metadata pairs; anything unreadable is left out.
+
+    Metadata comes from callers: a trace header that is not text is no trace context,
+    and must never fail the call it arrived with.
+    """
     carrier: dict[str, str] = {}
     for key, value in pairs:
-        carrier[key.lower()] = value.decode() if isinstance(value, bytes) else value
+        name = key.lower()
+        if name not in _TRACE_HEADERS:
+            continue
+        if isinstance(value, bytes):
+            try:
+                value = value.decode("ascii")
+            except UnicodeDecodeError:
+                continue
+        carrier[name] = value
     return carrier
 
 

@@ -7,12 +7,15 @@ from dataclasses import dataclass
 
 from liftfit.booking.v1 import booking_pb2
 
+from servicekit.consumer import InboxConsumer
 from servicekit.db import make_engine, make_session_factory
-from servicekit.inbox import Inbox, InboxConsumer
-from servicekit.kafka import make_consumer, make_producer
+from servicekit.inbox import Inbox
+from servicekit.incidents import Incidents
+from servicekit.kafka import ProducerLink, make_consumer, make_producer
 from servicekit.outbox import Outbox
 from servicekit.relay import OutboxRelay
 from servicekit.runtime import ServiceRuntime, create_schema
+from servicekit.supervision import Worker
 from servicekit.timers import TimerRunner, Timers
 from services.booking.adapters import orm
 from services.booking.entrypoints.consumer import event_handlers
@@ -66,12 +69,19 @@ def bootstrap(settings: Settings) -> BookingApp:
         settings.topic("booking.events"),
         policy,
     )
-    producer = make_producer(settings.kafka_bootstrap, client_id=SERVICE)
+    producer = ProducerLink(lambda: make_producer(settings.kafka_bootstrap, SERVICE), SERVICE)
     inbox = Inbox(SERVICE, sessions, orm.eventing.inbox, event_handlers(uows), producer)
     topics = [settings.topic("payment.events"), settings.topic("access.events")]
-    consumer = make_consumer(settings.kafka_bootstrap, settings.topic(SERVICE), topics)
+    consumer = InboxConsumer(
+        lambda: make_consumer(settings.kafka_bootstrap, settings.topic(SERVICE), topics), inbox
+    )
     relay = OutboxRelay(sessions, orm.eventing.outbox, producer)
-    timer_runner = TimerRunner(sessions, orm.eventing.timers, timer_handlers(uows))
+    timer_runner = TimerRunner(
+        sessions,
+        orm.eventing.timers,
+        timer_handlers(uows),
+        incidents=Incidents(orm.eventing.incidents),
+    )
     runtime = ServiceRuntime(
         name=SERVICE,
         engine=engine,
@@ -80,8 +90,10 @@ def bootstrap(settings: Settings) -> BookingApp:
         registrations=[registration(BookingServicer(uows))],
         service_names=[SERVICE_NAME],
         producer=producer,
-        relay=relay,
-        consumers=[(consumer, InboxConsumer(consumer, inbox))],
-        timers=timer_runner,
+        workers=[
+            Worker("relay", relay.run),
+            Worker("consumer", consumer.run),
+            Worker("timers", timer_runner.run),
+        ],
     )
     return BookingApp(settings, runtime, uows, inbox, timer_runner, relay)

@@ -5,18 +5,20 @@ Nothing connects at import time or here: building is cheap, `PaymentApp.start()`
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import signal
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import partial
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from servicekit import db, kafka
-from servicekit.inbox import Inbox, InboxConsumer
+from servicekit.consumer import InboxConsumer
+from servicekit.inbox import Inbox
+from servicekit.incidents import Incidents
+from servicekit.kafka import ProducerLink
 from servicekit.outbox import Outbox
 from servicekit.relay import OutboxRelay
 from servicekit.runtime import ServiceRuntime
+from servicekit.supervision import Worker
 from servicekit.timers import TimerRunner, Timers
 from services.payment.adapters.card_gateway import CardGateway, HttpCardGateway, make_client
 from services.payment.adapters.orm import Tables, build_tables
@@ -41,8 +43,6 @@ class PaymentApp:
     tables: Tables
     sessions: async_sessionmaker[AsyncSession]
     receiver: NotificationReceiver | None
-    _stopping: asyncio.Event = field(default_factory=asyncio.Event)
-    _sweep_keeper: asyncio.Task[None] | None = None
 
     @property
     def grpc_port(self) -> int:
@@ -53,32 +53,26 @@ class PaymentApp:
         return self.receiver.url if self.receiver is not None else ""
 
     async def start(self) -> None:
+        if self.receiver is not None:
+            self.receiver.bind()  # before the workers, so the URL is known at once
         await self.runtime.start()
         await ensure_sweep_scheduled(self.deps)
-        self._sweep_keeper = asyncio.create_task(keep_sweep_scheduled(self.deps, self._stopping))
-        if self.receiver is not None:
-            await self.receiver.start()
 
     async def stop(self) -> None:
-        self._stopping.set()
-        if self._sweep_keeper is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sweep_keeper
-        if self.receiver is not None:
-            await self.receiver.stop()
         await self.runtime.stop()
+        if self.receiver is not None:
+            self.receiver.close()
         await self.deps.gateway.aclose()
 
     async def serve_until_stopped(self) -> None:
-        stopping = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stopping.set)
-        await self.start()
+        if self.receiver is not None:
+            self.receiver.bind()
         try:
-            await stopping.wait()
+            await self.runtime.serve_until_stopped()
         finally:
-            await self.stop()
+            if self.receiver is not None:
+                self.receiver.close()
+            await self.deps.gateway.aclose()
 
 
 def bootstrap(settings: Settings, gateway: CardGateway | None = None) -> PaymentApp:
@@ -98,11 +92,34 @@ def bootstrap(settings: Settings, gateway: CardGateway | None = None) -> Payment
         webhook_secrets=settings.webhook_secrets,
         return_url=settings.return_url,
     )
-    producer = kafka.make_producer(settings.kafka_bootstrap, client_id=SERVICE)
-    consumer = kafka.make_consumer(
-        settings.kafka_bootstrap, settings.consumer_group, [settings.booking_events_topic]
+    producer = ProducerLink(lambda: kafka.make_producer(settings.kafka_bootstrap, SERVICE), SERVICE)
+    topics = [settings.booking_events_topic]
+    inbox = Inbox(SERVICE, sessions, tables.eventing.inbox, booking_event_handlers(deps), producer)
+    consumer = InboxConsumer(
+        lambda: kafka.make_consumer(settings.kafka_bootstrap, settings.consumer_group, topics),
+        inbox,
     )
-    inbox = Inbox(SERVICE, sessions, tables.eventing.inbox, booking_event_handlers(deps))
+    relay = OutboxRelay(sessions, tables.eventing.outbox, producer)
+    timer_runner = TimerRunner(
+        sessions,
+        tables.eventing.timers,
+        timer_handlers(deps),
+        batch_size=10,
+        incidents=Incidents(tables.eventing.incidents),
+    )
+    receiver = (
+        NotificationReceiver(deps, settings.notification_receiver_address)
+        if settings.notification_receiver_address
+        else None
+    )
+    workers = [
+        Worker("relay", relay.run),
+        Worker("consumer", consumer.run),
+        Worker("timers", timer_runner.run),
+        Worker("sweep keeper", partial(keep_sweep_scheduled, deps)),
+    ]
+    if receiver is not None:
+        workers.append(Worker("notification receiver", receiver.run))
     runtime = ServiceRuntime(
         name=SERVICE,
         engine=engine,
@@ -111,14 +128,7 @@ def bootstrap(settings: Settings, gateway: CardGateway | None = None) -> Payment
         registrations=[grpc_api.registration(deps)],
         service_names=[grpc_api.SERVICE_NAME],
         producer=producer,
-        relay=OutboxRelay(sessions, tables.eventing.outbox, producer),
-        consumers=[(consumer, InboxConsumer(consumer, inbox))],
-        timers=TimerRunner(sessions, tables.eventing.timers, timer_handlers(deps), batch_size=10),
-    )
-    receiver = (
-        NotificationReceiver(deps, settings.notification_receiver_address)
-        if settings.notification_receiver_address
-        else None
+        workers=workers,
     )
     return PaymentApp(settings, runtime, deps, tables, sessions, receiver)
 

@@ -105,7 +105,9 @@ class BookingModel(RuleBasedStateMachine):
 
     def _deliver(self, topic: str, aggregate_id: str, event: Message) -> None:
         wrapped = envelope.wrap(event, aggregate_id, "model", {}, uuid.uuid4())
-        delivery = Delivery(topic, 0, len(self.deliveries), wrapped.SerializeToString(), {})
+        delivery = Delivery(
+            topic, 0, len(self.deliveries), wrapped.SerializeToString(), key=aggregate_id.encode()
+        )
         self.deliveries.append(delivery)
         self.world.run(self.world.app.inbox.deliver(delivery))
 

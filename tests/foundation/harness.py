@@ -21,7 +21,8 @@ from sqlalchemy import Column, MetaData, Table, Text, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from servicekit import db, kafka
-from servicekit.inbox import Inbox, InboxConsumer
+from servicekit.consumer import InboxConsumer
+from servicekit.inbox import Inbox
 from servicekit.outbox import Outbox
 from servicekit.relay import OutboxRelay
 from servicekit.retry import RetryPolicy
@@ -111,16 +112,21 @@ def applying_handler(
 @dataclass
 class RunningConsumer:
     inbox: Inbox
-    kafka_consumer: AIOKafkaConsumer
+    consumer: InboxConsumer
     task: asyncio.Task[None]
     stopping: asyncio.Event
     producer: AIOKafkaProducer
     extra: list[Any] = field(default_factory=list)
 
+    @property
+    def kafka_consumer(self) -> AIOKafkaConsumer:
+        connected = self.consumer.kafka_consumer
+        assert connected is not None, "the consumer is not connected"
+        return connected
+
     async def stop(self) -> None:
         self.stopping.set()
         await asyncio.wait_for(self.task, 10)
-        await self.kafka_consumer.stop()
         await self.producer.stop()
 
 
@@ -134,14 +140,21 @@ async def start_consumer(
         side.sessions,
         side.tables.inbox,
         {StringValue.DESCRIPTOR.full_name: applying_handler(side)},
-        dead_letters=dead_letters,
+        dead_letters=kafka.ProducerLink.of(dead_letters),
         policy=policy or RetryPolicy(max_attempts=3, base_delay_s=0.05, max_delay_s=0.2),
     )
-    consumer = kafka.make_consumer(bootstrap, group, [topic])
-    await consumer.start()
+    consumer = InboxConsumer(lambda: kafka.make_consumer(bootstrap, group, [topic]), inbox)
     stopping = asyncio.Event()
-    task = asyncio.create_task(InboxConsumer(consumer, inbox).run(stopping))
+    task = asyncio.create_task(consumer.run(stopping))
+    await waiting.eventually(_connected(consumer), 30)
     return RunningConsumer(inbox, consumer, task, stopping, dead_letters)
+
+
+def _connected(consumer: InboxConsumer) -> Callable[[], Awaitable[bool]]:
+    async def connected() -> bool:
+        return consumer.kafka_consumer is not None
+
+    return connected
 
 
 @dataclass
@@ -165,7 +178,7 @@ async def start_relay(
     relay = OutboxRelay(
         side.sessions,
         side.tables.outbox,
-        producer,
+        kafka.ProducerLink.of(producer),
         policy=policy or RetryPolicy(max_attempts=3, base_delay_s=0.05, max_delay_s=0.2),
         batch_size=batch_size,
     )

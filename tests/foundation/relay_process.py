@@ -32,7 +32,7 @@ async def main(database_url: str, bootstrap: str, hang_after_ack: bool) -> None:
     relay = OutboxRelay(
         db.make_session_factory(engine),
         tables.outbox,
-        producer,
+        kafka.ProducerLink.of(producer),
         after_broker_ack=_hang if hang_after_ack else None,
     )
     print("relay started", flush=True)

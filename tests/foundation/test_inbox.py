@@ -44,7 +44,9 @@ async def test_the_same_kafka_message_delivered_ten_times_changes_nothing_after_
 
 async def test_concurrent_deliveries_of_one_event_apply_it_once(pair: Pair) -> None:
     aggregate = str(uuid.uuid4())
-    delivery = Delivery(pair.topic, 0, 0, _envelope_bytes("race", aggregate), {})
+    delivery = Delivery(
+        pair.topic, 0, 0, _envelope_bytes("race", aggregate), key=aggregate.encode()
+    )
     inboxes = [
         Inbox(
             "racers",
@@ -77,7 +79,8 @@ async def test_another_integrity_error_is_an_error_not_a_duplicate(pair: Pair) -
     from servicekit.retry import RetryPolicy
 
     inbox._policy = RetryPolicy(max_attempts=2, base_delay_s=0.01, max_delay_s=0.01)
-    outcome = await inbox.deliver(Delivery(pair.topic, 0, 0, _envelope_bytes("x", aggregate), {}))
+    delivery = Delivery(pair.topic, 0, 0, _envelope_bytes("x", aggregate), key=aggregate.encode())
+    outcome = await inbox.deliver(delivery)
     assert outcome == "parked"
     async with pair.consumer.sessions() as session:
         state = (

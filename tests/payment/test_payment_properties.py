@@ -69,10 +69,7 @@ async def service(new_database: Callable[[str], str]) -> AsyncIterator[Service]:
     await create_schema(app.runtime.engine, app.tables.metadata)
     runner = TimerRunner(app.sessions, app.tables.eventing.timers, timer_handlers(app.deps))
     yield Service(app, fake, runner)
-    for consumer, _ in app.runtime.consumers:  # built, never started: only released
-        await consumer.stop()
-    await app.runtime.producer.stop()
-    await app.runtime.engine.dispose()
+    await app.runtime.engine.dispose()  # built, never started: nothing else to release
     await fake.engine.dispose()
 
 

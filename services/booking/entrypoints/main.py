@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from servicekit.config import refuse_to_start_on_bad_settings
-from servicekit.runtime import configure_logging
+from servicekit.runtime import configure_logging, run_process
 from servicekit.tracing import configure_tracing
 from services.booking.bootstrap import bootstrap
 from services.booking.settings import Settings
@@ -21,4 +19,4 @@ def main() -> None:
     settings = Settings.from_env()  # before anything else, so a bad setting stops us at once
     configure_logging()
     configure_tracing("booking")
-    asyncio.run(_serve(settings))
+    run_process(_serve(settings))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import abc
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -72,17 +73,18 @@ class HttpCardGateway(CardGateway):
         return remote_of(data)
 
     async def get_payment(self, provider_payment_id: str) -> RemotePayment:
-        return remote_of(await self._call("GET", f"/v1/payments/{provider_payment_id}"))
+        return remote_of(await self._call("GET", f"/v1/payments/{_segment(provider_payment_id)}"))
 
     async def find_by_reference(self, reference: str) -> list[RemotePayment]:
         data = await self._call("GET", "/v1/payments", params={"reference": reference})
         return [remote_of(item) for item in data.get("data", [])]
 
     async def cancel_payment(self, provider_payment_id: str) -> RemotePayment:
-        return remote_of(await self._call("POST", f"/v1/payments/{provider_payment_id}/cancel"))
+        path = f"/v1/payments/{_segment(provider_payment_id)}/cancel"
+        return remote_of(await self._call("POST", path))
 
     async def refund(self, provider_payment_id: str, key: str, amount: Money) -> None:
-        path = f"/v1/payments/{provider_payment_id}/refunds"
+        path = f"/v1/payments/{_segment(provider_payment_id)}/refunds"
         await self._call("POST", path, json={"amount": amount.amount}, key=key)
 
     async def aclose(self) -> None:
@@ -110,6 +112,14 @@ class HttpCardGateway(CardGateway):
             return data
         remote = remote_of(data["payment"]) if isinstance(data.get("payment"), dict) else None
         raise GatewayRefused(response.status_code, str(data.get("error", "")), remote)
+
+
+def _segment(provider_payment_id: str) -> str:
+    """An id as one URL path segment: ids come from notifications, which anyone can send,
+    and `../` in one must not reach another path of the provider with our API key."""
+    if not provider_payment_id or len(provider_payment_id) > 128:
+        raise GatewayRefused(400, "invalid_payment_id")
+    return quote(provider_payment_id, safe="")
 
 
 def remote_of(data: dict[str, Any]) -> RemotePayment:

@@ -16,7 +16,6 @@ from sqlalchemy import (
     PrimaryKeyConstraint,
     Table,
     Text,
-    func,
     text,
 )
 from sqlalchemy.dialects.postgresql import UUID
@@ -31,7 +30,6 @@ class Tables:
     orders: Table
     order_commands: Table
     payments: Table
-    incidents: Table
     eventing: EventingTables
 
 
@@ -133,29 +131,6 @@ def _payments(metadata: MetaData) -> Table:
     )
 
 
-def _incidents(metadata: MetaData) -> Table:
-    table = Table(
-        "incidents",
-        metadata,
-        Column("incident_id", UUID(as_uuid=True), primary_key=True),
-        Column("kind", Text, nullable=False),
-        Column("subject_id", Text, nullable=False),
-        Column("state", Text, nullable=False, server_default="open"),
-        Column("detail", Text, nullable=False),
-        Column("opened_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
-        Column("resolved_at", DateTime(timezone=True)),
-    )
-    # A repeated observation of the same problem adds no second open incident.
-    Index(
-        "incidents_one_open",
-        table.c.kind,
-        table.c.subject_id,
-        unique=True,
-        postgresql_where=text("state = 'open'"),
-    )
-    return table
-
-
 def build_tables() -> Tables:
     metadata = MetaData()
     return Tables(
@@ -164,6 +139,5 @@ def build_tables() -> Tables:
         orders=_orders(metadata),
         order_commands=_order_commands(metadata),
         payments=_payments(metadata),
-        incidents=_incidents(metadata),
         eventing=add_eventing_tables(metadata),
     )

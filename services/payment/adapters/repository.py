@@ -11,6 +11,7 @@ from sqlalchemy import and_, func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from servicekit.incidents import Incidents
 from servicekit.schema import PENDING
 from services.payment.adapters.orm import Tables
 from services.payment.domain.money import Money
@@ -283,27 +284,18 @@ class OrderRepository:
 
 
 class IncidentRepository:
+    """The service's incidents (servicekit's table), inside this transaction."""
+
     def __init__(self, session: AsyncSession, tables: Tables) -> None:
         self._session = session
-        self._t = tables.incidents
+        self._incidents = Incidents(tables.eventing.incidents)
 
     async def open(self, kind: str, subject_id: str, detail: str) -> bool:
         """Opens an incident; a second sighting of an open one adds nothing."""
-        statement = (
-            insert(self._t)
-            .values(incident_id=uuid.uuid4(), kind=kind, subject_id=subject_id, detail=detail)
-            .on_conflict_do_nothing(
-                index_elements=["kind", "subject_id"], index_where=text("state = 'open'")
-            )
-            .returning(self._t.c.incident_id)
-        )
-        return (await self._session.execute(statement)).first() is not None
+        return await self._incidents.open(self._session, kind, subject_id, detail)
 
     async def listed(self, state: str | None) -> list[Any]:
-        query = select(self._t).order_by(self._t.c.opened_at.desc())
-        if state:
-            query = query.where(self._t.c.state == state)
-        return list((await self._session.execute(query)).all())
+        return list(await self._incidents.listed(self._session, state))
 
 
 class TimerQueries:

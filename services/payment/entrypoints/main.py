@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from servicekit import tracing
 from servicekit.config import refuse_to_start_on_bad_settings
-from servicekit.runtime import configure_logging
+from servicekit.runtime import configure_logging, run_process
 from services.payment.bootstrap import bootstrap
 from services.payment.settings import Settings
 
@@ -21,4 +19,4 @@ def main() -> None:
     settings = Settings.from_env()
     configure_logging()
     tracing.configure_tracing("payment")
-    asyncio.run(serve(settings))
+    run_process(serve(settings))

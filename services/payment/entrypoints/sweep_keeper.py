@@ -14,6 +14,7 @@ import logging
 
 from sqlalchemy.exc import DBAPIError
 
+from servicekit.outage import OutageLog
 from services.payment.service_layer.dependencies import PaymentDeps
 from services.payment.service_layer.timer_handlers import ensure_sweep_scheduled
 
@@ -22,6 +23,7 @@ log = logging.getLogger(__name__)
 
 async def keep_sweep_scheduled(deps: PaymentDeps, stopping: asyncio.Event) -> None:
     every_s = max(1.0, deps.policy.reconcile_every_s)
+    database = OutageLog(log, "sweep keeper: the database")
     while not stopping.is_set():
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stopping.wait(), every_s)
@@ -29,5 +31,6 @@ async def keep_sweep_scheduled(deps: PaymentDeps, stopping: asyncio.Event) -> No
             return
         try:
             await ensure_sweep_scheduled(deps)
+            database.succeeded()
         except (DBAPIError, OSError) as error:
-            log.warning("sweep keeper waiting for the database: %s", error)
+            database.failed(error)

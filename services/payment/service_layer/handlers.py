@@ -28,7 +28,7 @@ from services.payment.domain.orders import (
     normalise_plan_code,
 )
 from services.payment.domain.payment import Payment, RemotePayment
-from services.payment.domain.signature import verify_signature
+from services.payment.domain.signature import Signature, read_signature, verify_body
 from services.payment.service_layer import jobs
 from services.payment.service_layer.dependencies import PaymentDeps
 from services.payment.service_layer.transitions import apply_remote
@@ -153,11 +153,16 @@ async def list_plans(deps: PaymentDeps) -> list[Plan]:
 
 
 async def handle_notification(
-    deps: PaymentDeps, raw_body: bytes, signature_header: str, now: int | None = None
+    deps: PaymentDeps, raw_body: bytes, signature: Signature | str, now: int | None = None
 ) -> None:
-    """Verifies the signature, then treats the body only as a hint of which payment to read."""
-    now = int(time.time()) if now is None else now
-    verify_signature(signature_header, raw_body, deps.webhook_secrets, now)
+    """Verifies the signature, then treats the body only as a hint of which payment to read.
+
+    `signature` is the raw header, or one the caller already read and checked for time.
+    """
+    if isinstance(signature, str):
+        now = int(time.time()) if now is None else now
+        signature = read_signature(signature, now)
+    verify_body(signature, raw_body, deps.webhook_secrets)
     hint = read_hint(raw_body)
     try:
         remote = await deps.gateway.get_payment(hint.provider_payment_id)

@@ -1,0 +1,99 @@
+"""Feeding one consumer group's Kafka records to an Inbox.
+
+Offsets are committed after the inbox's database commit, so a crash redelivers rather
+than loses. The Kafka consumer is created and started inside the worker, not before it:
+a service starts and serves while the broker is down, and its consumers join as soon as
+the broker returns. A broker outage is logged when it starts, as a bounded reminder and
+when it ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
+from aiokafka.errors import CommitFailedError, KafkaError
+
+from servicekit.inbox import Inbox
+from servicekit.outage import OutageLog
+from servicekit.records import Delivery
+
+log = logging.getLogger(__name__)
+ConsumerFactory = Callable[[], AIOKafkaConsumer]
+RECONNECT_WAIT_S = 1.0
+
+
+class InboxConsumer:
+    """One consumer group's loop: poll, deliver each record, commit."""
+
+    def __init__(self, make_consumer: ConsumerFactory, inbox: Inbox, name: str = "") -> None:
+        self._make_consumer = make_consumer
+        self._inbox = inbox
+        self.name = name or f"{inbox.name} consumer"
+        self.kafka_consumer: AIOKafkaConsumer | None = None
+        self._broker = OutageLog(log, f"{self.name}: the broker")
+
+    async def run(self, stopping: asyncio.Event) -> None:
+        consumer = await self._connect(stopping)
+        if consumer is None:
+            return
+        try:
+            while not stopping.is_set():
+                await self._poll_once(consumer)
+        finally:
+            self.kafka_consumer = None
+            with contextlib.suppress(Exception):
+                await consumer.stop()
+
+    async def _connect(self, stopping: asyncio.Event) -> AIOKafkaConsumer | None:
+        while not stopping.is_set():
+            consumer = self._make_consumer()
+            try:
+                await consumer.start()
+            except KafkaError as error:
+                self._broker.failed(error)
+                with contextlib.suppress(Exception):
+                    await consumer.stop()
+                await _wait(stopping, RECONNECT_WAIT_S)
+                continue
+            self._broker.succeeded()
+            self.kafka_consumer = consumer
+            return consumer
+        return None
+
+    async def _poll_once(self, consumer: AIOKafkaConsumer) -> None:
+        try:
+            batches = await consumer.getmany(timeout_ms=200, max_records=500)
+        except KafkaError as error:
+            self._broker.failed(error)
+            await asyncio.sleep(RECONNECT_WAIT_S)
+            return
+        for partition, records in batches.items():
+            await self._deliver_partition(consumer, partition, records)
+
+    async def _deliver_partition(
+        self,
+        consumer: AIOKafkaConsumer,
+        partition: TopicPartition,
+        records: list[ConsumerRecord[Any, Any]],
+    ) -> None:
+        for record in records:
+            await self._inbox.deliver(Delivery.of(record))
+        try:
+            await consumer.commit({partition: records[-1].offset + 1})
+            self._broker.succeeded()
+        except CommitFailedError as error:
+            # The group rebalanced: another member (or this one, later) gets the partition
+            # from the last committed offset, and the inbox drops what was applied.
+            log.warning("%s: offsets of %s not committed: %s", self.name, partition, error)
+        except KafkaError as error:
+            self._broker.failed(error)
+
+
+async def _wait(stopping: asyncio.Event, seconds: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stopping.wait(), seconds)
