@@ -75,6 +75,8 @@ class Inbox:
             incoming = read_delivery(delivery)
         except BadRecord as bad:
             return await self._park(delivery, None, bad.reason)
+        except Exception as error:  # a check that itself failed: still the record's fault
+            return await self._park(delivery, None, f"unreadable record: {type(error).__name__}")
         conflicts = 0
         while True:
             try:

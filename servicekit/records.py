@@ -83,7 +83,11 @@ class Incoming:
 
     def payload(self) -> Message:
         message = _message_class(self.event_type)()
-        if not self.envelope.payload.Unpack(message):
+        try:
+            unpacked = self.envelope.payload.Unpack(message)
+        except (DecodeError, RuntimeError, ValueError):
+            unpacked = False  # the bytes do not parse as that message
+        if not unpacked:
             raise BadRecord(f"payload is not a {self.event_type}")
         return message
 

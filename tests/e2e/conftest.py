@@ -16,7 +16,14 @@ from services.payment import bootstrap as payment_bootstrap
 from tests.payment.conftest import card_gateway_url, test_settings  # noqa: F401
 from tests.payment.harness import API_KEY
 
-TOPICS = {"booking.events": 3, "payment.events": 3, "access.events": 3}
+TOPICS = {
+    "booking.events": 3,
+    "payment.events": 3,
+    "access.events": 3,
+    "booking.events.dlq": 1,
+    "payment.events.dlq": 1,
+    "access.events.dlq": 1,
+}
 
 
 @dataclass

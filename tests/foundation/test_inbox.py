@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import Any
 
+import pytest
 from google.protobuf.wrappers_pb2 import StringValue
-from sqlalchemy import select
+from sqlalchemy import select, text
 
 from servicekit import envelope, kafka
 from servicekit.inbox import Delivery, Inbox
+from servicekit.retry import RetryPolicy
 from tests.foundation.conftest import Pair
 from tests.foundation.harness import applying_handler, eventually, start_consumer
 
@@ -76,8 +79,6 @@ async def test_another_integrity_error_is_an_error_not_a_duplicate(pair: Pair) -
         pair.consumer.tables.inbox,
         {StringValue.DESCRIPTOR.full_name: violates_another_key},
     )
-    from servicekit.retry import RetryPolicy
-
     inbox._policy = RetryPolicy(max_attempts=2, base_delay_s=0.01, max_delay_s=0.01)
     delivery = Delivery(pair.topic, 0, 0, _envelope_bytes("x", aggregate), key=aggregate.encode())
     outcome = await inbox.deliver(delivery)
@@ -91,3 +92,78 @@ async def test_another_integrity_error_is_an_error_not_a_duplicate(pair: Pair) -
             )
         ).scalar_one()
     assert state == "failed"
+
+
+def _raising_sqlstate(pair: Pair, sqlstate: str, times: int) -> tuple[list[int], Any]:
+    """A handler whose statement fails with a real PostgreSQL error `times` times, then applies."""
+    calls: list[int] = []
+    apply = applying_handler(pair.consumer)
+
+    async def handler(session, event, payload) -> None:  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if len(calls) <= times:
+            await session.execute(
+                text(f"DO $$ BEGIN RAISE EXCEPTION 'injected' USING ERRCODE = '{sqlstate}'; END $$")
+            )
+        await apply(session, event, payload)
+
+    return calls, handler
+
+
+def _inbox(pair: Pair, name: str, handler: Any, attempts: int) -> Inbox:
+    return Inbox(
+        name,
+        pair.consumer.sessions,
+        pair.consumer.tables.inbox,
+        {StringValue.DESCRIPTOR.full_name: handler},
+        policy=RetryPolicy(max_attempts=attempts, base_delay_s=0.01, max_delay_s=0.05),
+    )
+
+
+@pytest.mark.parametrize("sqlstate", ["40P01", "40001"])  # deadlock, serialization failure
+async def test_a_deadlock_or_serialization_failure_in_a_handler_is_retried_and_applied_once(
+    pair: Pair, sqlstate: str
+) -> None:
+    aggregate = str(uuid.uuid4())
+    calls, handler = _raising_sqlstate(pair, sqlstate, times=2)
+    delivery = Delivery(pair.topic, 0, 0, _envelope_bytes("x", aggregate), key=aggregate.encode())
+    assert await _inbox(pair, "conflicts", handler, attempts=5).deliver(delivery) == "processed"
+    assert len(calls) == 3
+    assert await pair.consumer.applied_count(aggregate) == 1
+
+
+async def test_a_conflict_that_never_clears_is_parked_after_the_bound_not_retried_for_ever(
+    pair: Pair,
+) -> None:
+    aggregate = str(uuid.uuid4())
+    calls, handler = _raising_sqlstate(pair, "40P01", times=1000)
+    delivery = Delivery(pair.topic, 0, 0, _envelope_bytes("x", aggregate), key=aggregate.encode())
+    assert await _inbox(pair, "stuck", handler, attempts=4).deliver(delivery) == "parked"
+    assert len(calls) == 4
+    row = await _inbox_row(pair, "stuck")
+    assert row.state == "failed" and "kept conflicting" in row.last_error
+    assert await pair.consumer.applied_count(aggregate) == 0
+
+
+async def test_a_lost_database_connection_spends_no_attempt(pair: Pair) -> None:
+    aggregate = str(uuid.uuid4())
+    calls: list[int] = []
+    apply = applying_handler(pair.consumer)
+
+    async def handler(session, event, payload) -> None:  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if len(calls) <= 2:  # the server ends this very connection, twice
+            await session.execute(text("SELECT pg_terminate_backend(pg_backend_pid())"))
+        await apply(session, event, payload)
+
+    delivery = Delivery(pair.topic, 0, 0, _envelope_bytes("x", aggregate), key=aggregate.encode())
+    # One attempt only: a lost connection must not count as one.
+    assert await _inbox(pair, "outage", handler, attempts=1).deliver(delivery) == "processed"
+    assert await pair.consumer.applied_count(aggregate) == 1
+
+
+async def _inbox_row(pair: Pair, consumer: str) -> Any:
+    t = pair.consumer.tables.inbox.c
+    async with pair.consumer.sessions() as session:
+        query = select(t.state, t.last_error).where(t.consumer == consumer)
+        return (await session.execute(query)).one()
