@@ -5,12 +5,16 @@ from __future__ import annotations
 import asyncio
 import collections
 import uuid
+from typing import Any
 
-from aiokafka import AIOKafkaConsumer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.errors import NotLeaderForPartitionError, RequestTimedOutError
 from google.protobuf.wrappers_pb2 import StringValue
 from sqlalchemy import select
 
+from servicekit.kafka import ProducerLink
 from servicekit.outbox import Outbox
+from servicekit.relay import OutboxRelay
 from servicekit.retry import RetryPolicy
 from tests.foundation.conftest import Pair
 from tests.foundation.harness import append_events, eventually, start_consumer, start_relay
@@ -155,3 +159,54 @@ async def _inbox_state(pair: Pair, event_id: uuid.UUID) -> str:
 async def _dead_letter_count(pair: Pair, event_id: uuid.UUID) -> int:
     ids = await _read_event_ids(pair.bootstrap, pair.topic + ".dlq", 1)
     return ids.count(str(event_id))
+
+
+class _LeaderMovingProducer(AIOKafkaProducer):  # type: ignore[misc]
+    """The real producer, but the broker's leader 'moves' under the first sends."""
+
+    def __init__(self, failures: int, **config: Any) -> None:
+        super().__init__(**config)
+        self.failures_left = failures
+
+    async def send(self, *args: Any, **kwargs: Any) -> asyncio.Future[Any]:
+        if self.failures_left > 0:
+            self.failures_left -= 1
+            moved: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            error = NotLeaderForPartitionError if self.failures_left % 2 else RequestTimedOutError
+            moved.set_exception(error())
+            return moved
+        sent: asyncio.Future[Any] = await super().send(*args, **kwargs)
+        return sent
+
+
+async def test_leader_moves_and_request_timeouts_spend_no_attempt_of_a_row(pair: Pair) -> None:
+    [event_id] = await append_events(pair.producer, pair.topic, ["through a leader election"])
+    producer = _LeaderMovingProducer(failures=6, bootstrap_servers=pair.bootstrap)
+    await producer.start()
+    relay = OutboxRelay(
+        pair.producer.sessions,
+        pair.producer.tables.outbox,
+        ProducerLink.of(producer),
+        policy=RetryPolicy(max_attempts=2, base_delay_s=0.01, max_delay_s=0.05),
+        idle_wait_s=0.01,
+        partial_wait_s=0.01,
+    )
+    stopping = asyncio.Event()
+    running = asyncio.create_task(relay.run(stopping))
+    try:
+
+        async def dispatched() -> bool:
+            return await _state(pair, event_id) == "dispatched"
+
+        await eventually(dispatched)
+    finally:
+        stopping.set()
+        await running
+        await producer.stop()
+    assert producer.failures_left == 0
+    async with pair.producer.sessions() as session:
+        t = pair.producer.tables.outbox.c
+        attempts = (
+            await session.execute(select(t.attempts).where(t.effect_id == event_id))
+        ).scalar_one()
+    assert attempts == 1  # the one that went through; six retriable failures cost nothing
