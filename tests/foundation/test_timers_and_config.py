@@ -8,14 +8,18 @@ import subprocess
 import sys
 import uuid
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import select
 
 from servicekit import config
+from servicekit.incidents import Incidents
 from servicekit.retry import RetryPolicy
 from servicekit.timers import DueTimer, TimerRunner, Timers
 from tests.foundation.conftest import Pair
+from tests.foundation.harness import Side, eventually
+from tests.support import waiting
 from tests.support.infrastructure import REPO_ROOT
 
 
@@ -127,3 +131,93 @@ def test_a_service_refuses_to_start_naming_the_missing_setting(service: str) -> 
     )
     assert result.returncode == 2
     assert "refusing to start: setting" in result.stderr
+
+
+async def _schedule_due(side: Side, kind: str, aggregate_id: str) -> None:
+    async with side.sessions() as session, session.begin():
+        await Timers(side.tables.timers).schedule(
+            session, kind, aggregate_id, datetime.now(UTC) - timedelta(seconds=1), {}
+        )
+
+
+async def test_a_slow_outbound_job_does_not_delay_another_due_timer(pair: Pair) -> None:
+    side = pair.consumer
+    slow_started, release_slow = asyncio.Event(), asyncio.Event()
+    fast_fired_at: list[float] = []
+
+    async def slow_call(timer: DueTimer) -> None:
+        slow_started.set()
+        await release_slow.wait()  # a provider that hangs, with no transaction open
+
+    async def fast(session, timer: DueTimer) -> None:  # type: ignore[no-untyped-def]
+        fast_fired_at.append(asyncio.get_running_loop().time())
+
+    runner = TimerRunner(
+        side.sessions, side.tables.timers, {"fast": fast}, outbound={"slow": slow_call}
+    )
+    stopping = asyncio.Event()
+    running = asyncio.create_task(runner.run(stopping))
+    try:
+        await _schedule_due(side, "slow", "a")
+        await asyncio.wait_for(slow_started.wait(), 10)
+        due = asyncio.get_running_loop().time()
+        await _schedule_due(side, "fast", "b")
+
+        async def fast_fired() -> bool:
+            return bool(fast_fired_at)
+
+        await eventually(fast_fired, 10)
+        assert fast_fired_at[0] - due < 1.0
+    finally:
+        release_slow.set()
+        stopping.set()
+        await running
+
+
+async def test_a_timer_that_uses_up_its_attempts_opens_an_incident(pair: Pair) -> None:
+    side = pair.consumer
+    aggregate = str(uuid.uuid4())
+
+    async def always_fails(timer: DueTimer) -> None:
+        raise RuntimeError("the lock provider refuses")
+
+    await _schedule_due(side, "revoke", aggregate)
+    runner = TimerRunner(
+        side.sessions,
+        side.tables.timers,
+        {},
+        outbound={"revoke": always_fails},
+        policy=RetryPolicy(max_attempts=2, base_delay_s=0.01),
+        incidents=Incidents(side.tables.incidents),
+    )
+
+    async def incident() -> Any:
+        await runner.fire_due()
+        async with side.sessions() as session:
+            return list(await Incidents(side.tables.incidents).listed(session, "open"))
+
+    [opened] = await waiting.eventually(incident, 10)
+    assert (opened.kind, opened.subject_id) == ("timer_failed", f"revoke:{aggregate}")
+    assert "the lock provider refuses" in opened.detail
+
+
+async def test_a_timer_claimed_by_a_runner_that_died_is_fired_once_its_lease_ends(
+    pair: Pair,
+) -> None:
+    side = pair.consumer
+    aggregate = str(uuid.uuid4())
+    fired: list[DueTimer] = []
+    await _schedule_due(side, "release_hold", aggregate)
+    dead = TimerRunner(side.sessions, side.tables.timers, {}, lease_s=0.5)
+    [claimed] = await dead._claim(10)  # claimed and committed, then the runner died
+    assert claimed.aggregate_id == aggregate
+    survivor = _recording_runner(pair, fired)
+    assert await survivor.fire_due() == 0  # the lease still holds
+
+    async def fired_after_lease() -> bool:
+        await survivor.fire_due()
+        return bool(fired)
+
+    await eventually(fired_after_lease, 10)
+    assert [timer.aggregate_id for timer in fired] == [aggregate]
+    assert await survivor.fire_due() == 0  # fired once
