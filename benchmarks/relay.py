@@ -25,9 +25,9 @@ from sqlalchemy import MetaData, exists, select
 from servicekit import db, envelope, kafka
 from servicekit.outbox import Outbox
 from servicekit.relay import OutboxRelay
-from servicekit.runtime import create_schema
 from servicekit.schema import PENDING, EventingTables, add_eventing_tables
 from tests.support.infrastructure import create_database, drop_database, ensure_infrastructure
+from tests.support.schema import create_tables
 
 BURST_ROWS = 20_000
 STEADY_RATE = 1_000
@@ -197,7 +197,7 @@ async def main() -> None:
     metadata = MetaData()
     tables = add_eventing_tables(metadata)
     engine = db.make_engine(url)
-    await create_schema(engine, metadata)
+    await create_tables(engine, metadata)
     sessions = db.make_session_factory(engine)
     prefix = f"bench{uuid.uuid4().hex[:6]}."
     admin = AIOKafkaAdminClient(bootstrap_servers=infra.kafka_bootstrap)

@@ -50,8 +50,17 @@ start() {
   exit 1
 }
 
+# Schemas come from each service's migrations, applied as the database's owner; the
+# services themselves run as a role that cannot create tables.
+migrate() {
+  "$py" -m servicekit.migrate upgrade booking --url "$BOOKING_MIGRATION_DATABASE_URL"
+  "$py" -m servicekit.migrate upgrade payment --url "$PAYMENT_MIGRATION_DATABASE_URL"
+  echo "schemas: booking and payment at their head revisions"
+}
+
 case "${1:-up}" in
   up)
+    migrate
     for entry in "${processes[@]}"; do IFS='|' read -r name module probe <<<"$entry"; start "$name" "$module" "$probe"; done
     cat <<EOF_INFO
 

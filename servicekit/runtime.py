@@ -2,7 +2,8 @@
 
 A service's bootstrap() builds one ServiceRuntime: its gRPC server and its workers
 (outbox relay, inbox consumers, timer runner, and whatever else the service runs).
-Starting needs only the database: the gRPC server answers at once and the workers
+The schema is the migrations' business (servicekit.migrations), never the service's: it
+runs as a role that cannot create tables. The gRPC server answers at once and the workers
 connect to Kafka by themselves, so a service serves while the broker is down. Workers
 are supervised (see `supervision`): gRPC health says NOT_SERVING while one is down, and
 a worker that cannot recover ends the process with a non-zero exit code. Tests start the
@@ -20,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
-from sqlalchemy import MetaData
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from servicekit.grpc_server import Health, Registration, start_server
@@ -28,14 +28,6 @@ from servicekit.kafka import ProducerLink
 from servicekit.supervision import RestartPolicy, Supervisor, Worker
 
 log = logging.getLogger(__name__)
-
-
-async def create_schema(engine: AsyncEngine, metadata: MetaData) -> None:
-    """Creates missing tables; safe to run at every start and from several processes."""
-    async with engine.begin() as connection:
-        # One creator at a time: two processes racing on CREATE TABLE would collide.
-        await connection.exec_driver_sql("SELECT pg_advisory_xact_lock(424242)")
-        await connection.run_sync(metadata.create_all)
 
 
 class ProcessFailed(RuntimeError):
@@ -46,7 +38,6 @@ class ProcessFailed(RuntimeError):
 class ServiceRuntime:
     name: str
     engine: AsyncEngine
-    metadata: MetaData
     grpc_address: str
     registrations: Sequence[Registration]
     service_names: Sequence[str]
@@ -64,7 +55,6 @@ class ServiceRuntime:
         return self._supervisor
 
     async def start(self) -> None:
-        await create_schema(self.engine, self.metadata)
         self._server, self.grpc_port, self._health = await start_server(
             self.grpc_address, self.registrations, self.service_names
         )

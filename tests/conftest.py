@@ -18,6 +18,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from servicekit import tracing
 from tests.support.infrastructure import (
     Infrastructure,
+    MigratedTemplates,
     create_database,
     drop_database,
     ensure_infrastructure,
@@ -51,6 +52,32 @@ def new_database(infra: Infrastructure) -> Iterator[Callable[[str], str]]:
     def make(prefix: str) -> str:
         name = f"{prefix}_{uuid.uuid4().hex[:10]}"
         url = create_database(infra.pg_admin_dsn, name)
+        created.append(name)
+        return url.replace("postgresql://", "postgresql+psycopg://", 1)
+
+    yield make
+    for name in created:
+        drop_database(infra.pg_admin_dsn, name)
+
+
+@pytest.fixture(scope="session")
+def migrated_templates(infra: Infrastructure) -> Iterator[MigratedTemplates]:
+    templates = MigratedTemplates(infra.pg_admin_dsn)
+    yield templates
+    templates.drop_all()
+
+
+@pytest.fixture
+def service_database(
+    infra: Infrastructure, migrated_templates: MigratedTemplates
+) -> Iterator[Callable[[str], str]]:
+    """A fresh database with a service's migrated schema; returns the URL of the runtime
+    role the service runs as (rows only, no CREATE), as postgresql+psycopg."""
+    created: list[str] = []
+
+    def make(service: str) -> str:
+        name = f"{service}_{uuid.uuid4().hex[:10]}"
+        url = migrated_templates.database(service, name)
         created.append(name)
         return url.replace("postgresql://", "postgresql+psycopg://", 1)
 

@@ -41,6 +41,9 @@ else
 fi
 PG_USER=liftfit
 PG_PASSWORD=liftfit
+# The role the services run as: rows only, no CREATE (schemas come from migrations).
+PG_RUNTIME_USER=liftfit_app
+PG_RUNTIME_PASSWORD=liftfit_app
 PG_DATABASES=(booking payment access notify)
 
 KAFKA_PORT="${KAFKA_PORT:-19092}"
@@ -263,6 +266,9 @@ DO \$\$
 BEGIN
   IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '$PG_USER') THEN
     CREATE ROLE $PG_USER LOGIN SUPERUSER PASSWORD '$PG_PASSWORD';
+  END IF;
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '$PG_RUNTIME_USER') THEN
+    CREATE ROLE $PG_RUNTIME_USER LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD '$PG_RUNTIME_PASSWORD';
   END IF;
 END
 \$\$;
@@ -558,10 +564,13 @@ cmd_status() {
 
 cmd_env() {
   local base="liftfit:liftfit@127.0.0.1:$PG_PORT" db upper
+  local runtime="$PG_RUNTIME_USER:$PG_RUNTIME_PASSWORD@127.0.0.1:$PG_PORT"
   echo "export LIFTFIT_PG_ADMIN_DSN=postgresql://$base/postgres"
+  echo "export LIFTFIT_PG_RUNTIME_ROLE=$PG_RUNTIME_USER"
   for db in "${PG_DATABASES[@]}"; do
     upper="$(tr '[:lower:]' '[:upper:]' <<<"$db")"
-    echo "export ${upper}_DATABASE_URL=postgresql+psycopg://$base/$db"
+    echo "export ${upper}_MIGRATION_DATABASE_URL=postgresql+psycopg://$base/$db"
+    echo "export ${upper}_DATABASE_URL=postgresql+psycopg://$runtime/$db"
   done
   echo "export KAFKA_BOOTSTRAP=127.0.0.1:$KAFKA_PORT"
 }

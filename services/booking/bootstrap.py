@@ -14,7 +14,7 @@ from servicekit.incidents import Incidents
 from servicekit.kafka import ProducerLink, make_consumer, make_producer
 from servicekit.outbox import Outbox
 from servicekit.relay import OutboxRelay
-from servicekit.runtime import ServiceRuntime, create_schema
+from servicekit.runtime import ServiceRuntime
 from servicekit.supervision import Worker
 from servicekit.timers import TimerRunner, Timers
 from services.booking.adapters import orm
@@ -42,10 +42,6 @@ class BookingApp:
 
     async def stop(self) -> None:
         await self.runtime.stop()
-
-    async def create_schema(self) -> None:
-        """For tests that drive handlers without starting the whole runtime."""
-        await create_schema(self.runtime.engine, orm.metadata)
 
     @property
     def grpc_port(self) -> int:
@@ -85,7 +81,6 @@ def bootstrap(settings: Settings) -> BookingApp:
     runtime = ServiceRuntime(
         name=SERVICE,
         engine=engine,
-        metadata=orm.metadata,
         grpc_address=settings.grpc_address,
         registrations=[registration(BookingServicer(uows))],
         service_names=[SERVICE_NAME],

@@ -123,7 +123,6 @@ def bootstrap(settings: Settings, gateway: CardGateway | None = None) -> Payment
     runtime = ServiceRuntime(
         name=SERVICE,
         engine=engine,
-        metadata=tables.metadata,
         grpc_address=settings.grpc_address,
         registrations=[grpc_api.registration(deps)],
         service_names=[grpc_api.SERVICE_NAME],

@@ -20,12 +20,12 @@ StartBooking = Callable[..., Awaitable[BookingHarness]]
 
 @pytest.fixture
 async def booking_settings(
-    new_database: Callable[[str], str],
+    service_database: Callable[[str], str],
     new_topics: Callable[[dict[str, int]], Awaitable[str]],
     kafka_bootstrap: str,
 ) -> Settings:
     return Settings(
-        database_url=new_database("booking"),
+        database_url=service_database("booking"),
         kafka_bootstrap=kafka_bootstrap,
         grpc_address="127.0.0.1:0",
         topic_prefix=await new_topics(TOPICS),

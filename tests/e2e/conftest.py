@@ -36,7 +36,7 @@ class Platform:
 
 @pytest.fixture
 async def platform(
-    new_database: Callable[[str], str],
+    service_database: Callable[[str], str],
     new_topics: Callable[[dict[str, int]], Awaitable[str]],
     kafka_bootstrap: str,
     card_gateway_url: str,  # noqa: F811
@@ -44,7 +44,7 @@ async def platform(
     prefix = await new_topics(TOPICS)
     booking = booking_bootstrap.bootstrap(
         BookingSettings(
-            database_url=new_database("booking"),
+            database_url=service_database("booking"),
             kafka_bootstrap=kafka_bootstrap,
             grpc_address="127.0.0.1:0",
             topic_prefix=prefix,
@@ -54,7 +54,7 @@ async def platform(
         )
     )
     payment = payment_bootstrap.bootstrap(
-        test_settings(new_database("payment"), kafka_bootstrap, card_gateway_url, prefix)
+        test_settings(service_database("payment"), kafka_bootstrap, card_gateway_url, prefix)
     )
     await booking.start()
     await payment.start()

@@ -26,9 +26,9 @@ from servicekit.inbox import Inbox
 from servicekit.outbox import Outbox
 from servicekit.relay import OutboxRelay
 from servicekit.retry import RetryPolicy
-from servicekit.runtime import create_schema
 from servicekit.schema import EventingTables, add_eventing_tables
 from tests.support import waiting
+from tests.support.schema import create_tables
 
 TOPIC = "skeleton.events"
 
@@ -56,7 +56,7 @@ class Side:
         )
         switches = Table("switches", metadata, Column("name", Text, primary_key=True))
         engine = db.make_engine(url, pool_size=5)
-        await create_schema(engine, metadata)
+        await create_tables(engine, metadata)
         return cls(engine, db.make_session_factory(engine), tables, applied, switches)
 
     async def scalar(self, query: Any) -> Any:

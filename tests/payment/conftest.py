@@ -61,7 +61,7 @@ test_settings.__test__ = False  # type: ignore[attr-defined]
 
 @pytest.fixture
 async def make_harness(
-    new_database: Callable[[str], str],
+    service_database: Callable[[str], str],
     new_topics: Callable[[dict[str, int]], Awaitable[str]],
     kafka_bootstrap: str,
     card_gateway_url: str,
@@ -70,7 +70,8 @@ async def make_harness(
 
     async def make(**overrides: Any) -> Harness:
         prefix = await new_topics({"booking.events": 3, "payment.events": 3})
-        settings = test_settings(new_database("payment"), kafka_bootstrap, card_gateway_url, prefix)
+        database = service_database("payment")
+        settings = test_settings(database, kafka_bootstrap, card_gateway_url, prefix)
         app = bootstrap(dataclasses.replace(settings, **overrides))
         await app.start()
         harness = await _connect(app, prefix, kafka_bootstrap, card_gateway_url)

@@ -23,7 +23,6 @@ from liftfit.payment.v1 import events_pb2
 from sqlalchemy import select
 
 from servicekit import db, envelope
-from servicekit.runtime import create_schema
 from servicekit.timers import TimerRunner
 from services.payment.bootstrap import PaymentApp, bootstrap
 from services.payment.domain import payment_states as states
@@ -61,12 +60,11 @@ class Service:
 
 
 @pytest.fixture
-async def service(new_database: Callable[[str], str]) -> AsyncIterator[Service]:
-    url = new_database("payprop")
+async def service(service_database: Callable[[str], str]) -> AsyncIterator[Service]:
+    url = service_database("payment")
     base = test_settings(url, "127.0.0.1:1", "http://127.0.0.1:1", f"p{uuid.uuid4().hex[:6]}.")
     fake = FakeCardGateway(engine=db.make_engine(url, pool_size=2))
     app = bootstrap(replace(base, gateway_retry_base_s=0.0, gateway_max_tries=3), gateway=fake)
-    await create_schema(app.runtime.engine, app.tables.metadata)
     runner = TimerRunner(app.sessions, app.tables.eventing.timers, timer_handlers(app.deps))
     yield Service(app, fake, runner)
     await app.runtime.engine.dispose()  # built, never started: nothing else to release

@@ -7,14 +7,11 @@ ledger reference that applies once.
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import (
     BigInteger,
     Boolean,
     CheckConstraint,
     Column,
-    Connection,
     DateTime,
     ForeignKey,
     ForeignKeyConstraint,
@@ -27,7 +24,6 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
-    event,
     func,
     text,
 )
@@ -40,12 +36,6 @@ LEDGER_REFERENCE_ONCE = "pass_ledger_reference_once"
 
 metadata = MetaData()
 eventing = add_eventing_tables(metadata)
-
-
-@event.listens_for(metadata, "before_create")
-def _create_btree_gist(target: MetaData, connection: Connection, **_: Any) -> None:
-    # The overlap exclusion compares the space by equality inside a GiST index.
-    connection.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS btree_gist")
 
 
 spaces = Table(
@@ -187,3 +177,8 @@ unowned_payments = Table(
     Column("reason", Text, nullable=False),
     now_column("created_at"),
 )
+
+
+def schema_metadata() -> MetaData:
+    """What the migrations must reproduce (servicekit.migrations)."""
+    return metadata

@@ -141,3 +141,8 @@ def build_tables() -> Tables:
         payments=_payments(metadata),
         eventing=add_eventing_tables(metadata),
     )
+
+
+def schema_metadata() -> MetaData:
+    """What the migrations must reproduce (servicekit.migrations)."""
+    return build_tables().metadata

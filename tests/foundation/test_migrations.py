@@ -1,0 +1,49 @@
+"""Schemas come from each service's migrations, and the services run without CREATE rights."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+
+import psycopg
+import pytest
+from alembic.util.exc import CommandError
+
+from servicekit import migrations
+from tests.support.infrastructure import Infrastructure, create_database, drop_database
+
+SERVICES = ["booking", "payment"]
+
+
+@pytest.mark.parametrize("service", SERVICES)
+def test_the_migrations_of_an_empty_database_give_exactly_the_models_schema(
+    infra: Infrastructure, service: str
+) -> None:
+    name = f"migrate_{service}_{uuid.uuid4().hex[:8]}"
+    url = create_database(infra.pg_admin_dsn, name)
+    try:
+        with pytest.raises(CommandError):  # an empty database is not the models' schema
+            migrations.check(service, url)
+        migrations.upgrade(service, url)
+        migrations.check(service, url)  # raises when anything differs
+        migrations.upgrade(service, url)  # running it again changes nothing
+    finally:
+        drop_database(infra.pg_admin_dsn, name)
+
+
+@pytest.mark.parametrize("service", SERVICES)
+def test_the_runtime_role_reads_and_writes_rows_but_cannot_create_or_drop_tables(
+    service_database: Callable[[str], str], service: str
+) -> None:
+    url = service_database(service).replace("postgresql+psycopg://", "postgresql://", 1)
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute(
+            "INSERT INTO audit_log (actor, action, subject, detail) VALUES ('t', 'a', 's', '{}')"
+        )
+        assert connection.execute("SELECT count(*) FROM audit_log").fetchone() == (1,)
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            connection.execute("CREATE TABLE intruder (id int)")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            connection.execute("DROP TABLE audit_log")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            connection.execute("ALTER TABLE outbox ADD COLUMN intruder int")
