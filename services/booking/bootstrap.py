@@ -13,7 +13,9 @@ from servicekit.inbox import Inbox
 from servicekit.incidents import Incidents
 from servicekit.kafka import ProducerLink, make_consumer, make_producer
 from servicekit.outbox import Outbox
+from servicekit.recurring import Recurring
 from servicekit.relay import OutboxRelay
+from servicekit.retention import pruning_job
 from servicekit.runtime import ServiceRuntime
 from servicekit.supervision import Worker
 from servicekit.timers import TimerRunner, Timers
@@ -58,10 +60,11 @@ def bootstrap(settings: Settings) -> BookingApp:
     engine = make_engine(settings.database_url, pool_size=settings.db_pool_size)
     sessions = make_session_factory(engine)
     policy = Policy(settings.idempotency_secret, settings.hold_seconds, settings.terms_version)
+    timers = Timers(orm.eventing.timers)
     uows = UnitOfWorkFactory(
         sessions,
         Outbox(orm.eventing.outbox, producer=SERVICE),
-        Timers(orm.eventing.timers),
+        timers,
         settings.topic("booking.events"),
         policy,
     )
@@ -72,10 +75,11 @@ def bootstrap(settings: Settings) -> BookingApp:
         lambda: make_consumer(settings.kafka_bootstrap, settings.topic(SERVICE), topics), inbox
     )
     relay = OutboxRelay(sessions, orm.eventing.outbox, producer)
+    recurring = Recurring(sessions, timers, [pruning_job(orm.eventing)])
     timer_runner = TimerRunner(
         sessions,
         orm.eventing.timers,
-        timer_handlers(uows),
+        {**timer_handlers(uows), **recurring.handlers()},
         incidents=Incidents(orm.eventing.incidents),
     )
     runtime = ServiceRuntime(
@@ -89,6 +93,7 @@ def bootstrap(settings: Settings) -> BookingApp:
             Worker("relay", relay.run),
             Worker("consumer", consumer.run),
             Worker("timers", timer_runner.run),
+            Worker("recurring jobs", recurring.keep),
         ],
     )
     return BookingApp(settings, runtime, uows, inbox, timer_runner, relay)
