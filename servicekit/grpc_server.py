@@ -24,15 +24,21 @@ from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind
 
 from servicekit import tracing
+from servicekit.errors import ErrorModel, abort_with, reason_of, rich_status, status_for
 from servicekit.faults import Fault, classify
 
+__all__ = ["abort_with_reason", "channel", "reason_of", "start_server"]
 log = logging.getLogger(__name__)
 Registration = Callable[[grpc.aio.Server], None]
 MAX_DETAIL = 300
 
 
 class GuardedServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
-    """Continues the caller's trace and turns every unexpected exception into a clean status."""
+    """Continues the caller's trace; answers a domain refusal with its rich status (see
+    servicekit.errors) and any other exception with a clean one."""
+
+    def __init__(self, error_model: ErrorModel | None = None) -> None:
+        self._errors = error_model or ErrorModel("liftfit", ())
 
     async def intercept_service(
         self,
@@ -45,6 +51,7 @@ class GuardedServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type
         carrier = tracing.carrier_from_pairs(details.invocation_metadata or ())
         inner = handler.unary_unary
         method = details.method
+        errors = self._errors
 
         async def guarded(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             with tracing.tracer("servicekit.grpc").start_as_current_span(
@@ -55,7 +62,9 @@ class GuardedServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type
                 except grpc.aio.AbortError:
                     raise  # a deliberate answer, already given
                 except Exception as error:
-                    await _answer_unexpected(context, method, error)
+                    if errors.refuses(error):
+                        await abort_with(context, status_for(error, errors.domain))
+                    await _answer_unexpected(context, method, error, errors.domain)
 
         return grpc.unary_unary_rpc_method_handler(
             guarded,
@@ -65,7 +74,7 @@ class GuardedServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type
 
 
 async def _answer_unexpected(
-    context: grpc.aio.ServicerContext[Any, Any], method: str, error: Exception
+    context: grpc.aio.ServicerContext[Any, Any], method: str, error: Exception, domain: str
 ) -> None:
     fault = classify(error)
     if fault is Fault.OUTAGE:
@@ -85,12 +94,10 @@ async def _answer_unexpected(
         exc_info=error,
     )
     if fault is Fault.CONFLICT:
-        await abort_with_reason(
-            context, grpc.StatusCode.ABORTED, "conflict", f"try again (correlation {correlation})"
-        )
-    await abort_with_reason(
-        context, grpc.StatusCode.INTERNAL, "internal", f"internal error (correlation {correlation})"
-    )
+        detail = f"try again (correlation {correlation})"
+        await abort_with_reason(context, grpc.StatusCode.ABORTED, "conflict", detail, domain)
+    detail = f"internal error (correlation {correlation})"
+    await abort_with_reason(context, grpc.StatusCode.INTERNAL, "internal", detail, domain)
 
 
 class TracingClientInterceptor(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[type-arg]
@@ -128,10 +135,13 @@ class Health:
 
 
 async def start_server(
-    address: str, registrations: Sequence[Registration], service_names: Sequence[str]
+    address: str,
+    registrations: Sequence[Registration],
+    service_names: Sequence[str],
+    error_model: ErrorModel | None = None,
 ) -> tuple[grpc.aio.Server, int, Health]:
     """Starts a server with health and reflection; returns it, the bound port and its health."""
-    server = grpc.aio.server(interceptors=[GuardedServerInterceptor()])
+    server = grpc.aio.server(interceptors=[GuardedServerInterceptor(error_model)])
     for register in registrations:
         register(server)
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
@@ -150,19 +160,17 @@ def channel(target: str) -> grpc.aio.Channel:
     return grpc.aio.insecure_channel(target, interceptors=interceptors)
 
 
-async def abort_with_reason(context: Any, code: grpc.StatusCode, reason: str, detail: str) -> None:
-    """Ends the call with a status and a machine-readable reason in the trailing metadata.
+async def abort_with_reason(
+    context: Any,
+    code: grpc.StatusCode,
+    reason: str,
+    detail: str,
+    domain: str = "liftfit",
+    metadata: dict[str, str] | None = None,
+) -> None:
+    """Ends the call with a rich status whose ErrorInfo carries the reason (servicekit.errors).
 
     The detail is bounded: a message that echoed a caller's 10,000-character input would
     overflow gRPC's metadata limit and reach the caller as RESOURCE_EXHAUSTED instead.
     """
-    context.set_trailing_metadata((("reason", reason),))
-    await context.abort(code, detail[:MAX_DETAIL])
-
-
-def reason_of(error: grpc.aio.AioRpcError) -> str:
-    metadata: Any = error.trailing_metadata() or ()
-    for key, value in metadata:
-        if key == "reason":
-            return value.decode() if isinstance(value, bytes) else str(value)
-    return ""
+    await abort_with(context, rich_status(code, reason, domain, detail[:MAX_DETAIL], metadata))

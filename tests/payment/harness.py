@@ -28,6 +28,7 @@ from liftfit.payment.v1 import payment_pb2
 from sqlalchemy import func, select
 
 from servicekit import envelope
+from servicekit.errors import error_info
 from services.payment.bootstrap import PaymentApp
 from services.payment.domain.signature import sign
 from tests.support import waiting
@@ -225,9 +226,10 @@ def notification_body(provider_payment_id: str, state: str, reference: str = "")
 
 
 def trailing(error: grpc.aio.AioRpcError) -> dict[str, str]:
-    """The trailing metadata of a refused call: its reason and any named resource."""
-    pairs: Any = error.trailing_metadata() or ()
-    return {str(key): str(value) for key, value in pairs}
+    """What a refused call says in its ErrorInfo: the reason and any named resource."""
+    info = error_info(error)
+    assert info is not None, f"{error.code()} carries no ErrorInfo"
+    return {"reason": info.reason, **dict(info.metadata)}
 
 
 __all__ = ["API_KEY", "SECRETS", "Harness", "eventually", "notification_body", "payment_events"]

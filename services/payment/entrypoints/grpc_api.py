@@ -39,10 +39,10 @@ async def answer(context: Any, call: Callable[[], Awaitable[T]]) -> T:
         return await call()
     except errors.OrderExists as error:
         # The HTTP gateway names the existing order in its problem details.
-        context.set_trailing_metadata(
-            (("reason", error.reason), ("existing_order_id", error.existing_order_id))
+        metadata = {"existing_order_id": error.existing_order_id}
+        await abort_with_reason(
+            context, grpc.StatusCode.ALREADY_EXISTS, error.reason, str(error), metadata=metadata
         )
-        await context.abort(grpc.StatusCode.ALREADY_EXISTS, str(error))
     except errors.PaymentDomainError as error:
         code = STATUS_OF.get(type(error), grpc.StatusCode.FAILED_PRECONDITION)
         await abort_with_reason(context, code, error.reason, str(error))
