@@ -16,11 +16,13 @@ from __future__ import annotations
 import abc
 import asyncio
 import json as jsonlib
+import logging
 from typing import Any, Final
 from urllib.parse import quote
 
 import httpx
 
+from servicekit.outage import OutageLog
 from services.payment.domain.money import Money
 from services.payment.domain.payment import RemotePayment
 
@@ -29,6 +31,8 @@ from services.payment.domain.payment import RemotePayment
 MAX_ANSWER: Final = 256 * 1024
 MAX_TEXT: Final = 2048
 MAX_CODE: Final = 100
+
+log = logging.getLogger(__name__)
 
 
 class GatewayUnavailable(Exception):
@@ -73,6 +77,7 @@ class HttpCardGateway(CardGateway):
         # httpx bounds each read; this bounds the whole call, so an answer trickled
         # byte by byte cannot hold a job either.
         self._deadline_s = 2 * (client.timeout.read or 30.0)
+        self._outage = OutageLog(log, "the card gateway")
 
     async def create_payment(
         self, key: str, amount: Money, reference: str, return_url: str
@@ -122,18 +127,27 @@ class HttpCardGateway(CardGateway):
             method, path, json=json, params=params, headers=headers
         )
         try:
+            status, data = await self._exchange(call, request)
+        except GatewayUnavailable as error:
+            self._outage.failed(error)
+            raise
+        self._outage.succeeded()
+        if status < 300:
+            return data
+        found = data.get("payment")
+        remote = remote_of(found) if found is not None else None
+        raise GatewayRefused(status, str(data.get("error", ""))[:MAX_CODE], remote)
+
+    async def _exchange(self, call: str, request: httpx.Request) -> tuple[int, dict[str, Any]]:
+        """The status and the JSON object of a definite answer; else GatewayUnavailable."""
+        try:
             async with asyncio.timeout(self._deadline_s):
                 status, body = await self._send(request)
         except (httpx.TransportError, TimeoutError) as error:  # the outcome is unknown
             raise GatewayUnavailable(f"{call}: {type(error).__name__}") from error
         if not (200 <= status < 300 or 400 <= status < 500):
             raise GatewayUnavailable(f"{call}: {status}")
-        data = _document(body, call)
-        if status < 300:
-            return data
-        found = data.get("payment")
-        remote = remote_of(found) if found is not None else None
-        raise GatewayRefused(status, str(data.get("error", ""))[:MAX_CODE], remote)
+        return status, _document(body, call)
 
     async def _send(self, request: httpx.Request) -> tuple[int, bytes]:
         """The status and the body, read no further than MAX_ANSWER bytes."""
