@@ -147,7 +147,8 @@ async def _reconcile(tx: PaymentTransaction, payment: Payment, found: list[Remot
     elif not found:
         await _resume_creation(tx, payment)
     else:
-        await apply_remote(tx, payment, found[0])
+        current = await apply_remote(tx, payment, found[0])
+        await _resume_refund(tx, current, found[0])
 
 
 async def _resume_creation(tx: PaymentTransaction, payment: Payment) -> None:
@@ -155,6 +156,15 @@ async def _resume_creation(tx: PaymentTransaction, payment: Payment) -> None:
     unsent = payment.state == states.PENDING and payment.provider_payment_id is None
     if unsent and not await tx.jobs.has_pending(jobs.CREATE_AT_GATEWAY, str(payment.payment_id)):
         await jobs.schedule_creation(tx, payment.payment_id, payment.attempt)
+
+
+async def _resume_refund(tx: PaymentTransaction, payment: Payment, remote: RemotePayment) -> None:
+    """A refund is owed and the money is still with us, but no job will ask for it (its
+    job ended failed): ask again, under the payment's one refund key."""
+    owed = payment.state == states.REFUND_PENDING and remote.state == states.PAID
+    if owed and not await tx.jobs.has_pending(jobs.REFUND_AT_GATEWAY, str(payment.payment_id)):
+        log.warning("payment %s: refund owed but not requested; requesting it", payment.payment_id)
+        await jobs.schedule_refund(tx, payment.payment_id)
 
 
 async def reconcile_sweep(deps: PaymentDeps, tx: PaymentTransaction, timer: DueTimer) -> None:
