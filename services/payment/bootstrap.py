@@ -25,6 +25,7 @@ from services.payment.adapters.card_gateway import CardGateway, HttpCardGateway,
 from services.payment.adapters.orm import Tables, build_tables
 from services.payment.entrypoints import grpc_api
 from services.payment.entrypoints.consumer import booking_event_handlers
+from services.payment.entrypoints.hint_retrier import reapply_hints
 from services.payment.entrypoints.notification_receiver import NotificationReceiver
 from services.payment.entrypoints.sweep_keeper import keep_sweep_scheduled
 from services.payment.service_layer.dependencies import PaymentDeps
@@ -128,6 +129,7 @@ def bootstrap(settings: Settings, gateway: CardGateway | None = None) -> Payment
         Worker("consumer", consumer.run),
         Worker("timers", timer_runner.run),
         Worker("sweep keeper", partial(keep_sweep_scheduled, deps)),
+        Worker("hint retrier", partial(reapply_hints, deps)),
     ]
     if receiver is not None:
         workers.append(Worker("notification receiver", receiver.run))
