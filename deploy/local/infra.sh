@@ -13,6 +13,8 @@
 #   kafka-up     only Kafka (+ topics)
 #   kafka-stop   SIGTERM the broker and wait until it is gone (SIGKILL after 30 s)
 #   kafka-start  start the broker and wait until it serves metadata requests
+#   pg-stop      stop PostgreSQL (fast: sessions are cut) and wait until it is down
+#   pg-start     start PostgreSQL and wait until it accepts connections
 #
 # Environment: PG_PORT (15432), KAFKA_PORT (19092), KAFKA_CONTROLLER_PORT (19093),
 #   INFRA_PYTHON (interpreter with aiokafka for topic creation; default .venv/bin/python),
@@ -241,25 +243,7 @@ $(namei -l "$PG_ROOT" 2>/dev/null || true)"
   [[ -f "$PG_DATA/PG_VERSION" ]] || pg_init
   pg_write_config
 
-  if pg_running; then
-    log "PostgreSQL already running (127.0.0.1:$PG_PORT)"
-  else
-    if port_open "$PG_PORT"; then
-      die "port 127.0.0.1:$PG_PORT is taken by another process; set PG_PORT or stop it"
-    fi
-    log "starting PostgreSQL on 127.0.0.1:$PG_PORT"
-    # 9>&-: the postmaster must not inherit (and so keep holding) the infra lock.
-    if ! as_pg "$PG_BIN/pg_ctl" start -D "$PG_DATA" -l "$PG_LOG" -w -t 60 -s >/dev/null 9>&-; then
-      tail -n 30 "$PG_LOG" >&2 || true
-      die "PostgreSQL failed to start (log: $PG_LOG)"
-    fi
-  fi
-  local i
-  for i in $(seq 1 120); do
-    "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" && break
-    ((i < 120)) || { tail -n 30 "$PG_LOG" >&2; die "PostgreSQL does not accept connections (log: $PG_LOG)"; }
-    sleep 0.25
-  done
+  pg_start
 
   pg_psql_admin <<SQL
 DO \$\$
@@ -282,12 +266,45 @@ SQL
   done
 }
 
+# Start the initialised cluster (if it is not running) and wait until it accepts connections.
+pg_start() {
+  local i t0
+  t0="$(now_ms)"
+  if pg_running; then
+    log "PostgreSQL already running (127.0.0.1:$PG_PORT)"
+  else
+    if port_open "$PG_PORT"; then
+      die "port 127.0.0.1:$PG_PORT is taken by another process; set PG_PORT or stop it"
+    fi
+    log "starting PostgreSQL on 127.0.0.1:$PG_PORT"
+    # 9>&-: the postmaster must not inherit (and so keep holding) the infra lock.
+    if ! as_pg "$PG_BIN/pg_ctl" start -D "$PG_DATA" -l "$PG_LOG" -w -t 60 -s >/dev/null 9>&-; then
+      tail -n 30 "$PG_LOG" >&2 || true
+      die "PostgreSQL failed to start (log: $PG_LOG)"
+    fi
+  fi
+  for i in $(seq 1 120); do
+    "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" && break
+    ((i < 120)) || { tail -n 30 "$PG_LOG" >&2; die "PostgreSQL does not accept connections (log: $PG_LOG)"; }
+    sleep 0.25
+  done
+  log "PostgreSQL accepts connections (127.0.0.1:$PG_PORT) after $(($(now_ms) - t0)) ms"
+}
+
 pg_stop() {
   PG_BIN="$(pg_bin_dir 2>/dev/null)" || return 0
   if pg_running; then
     log "stopping PostgreSQL"
     as_pg "$PG_BIN/pg_ctl" stop -D "$PG_DATA" -m fast -w -t 60 -s
   fi
+}
+
+# pg-start brings back a cluster that pg-up created; it creates nothing itself.
+pg_start_existing() {
+  ensure_postgres_installed
+  [[ -f "$PG_DATA/PG_VERSION" ]] || die "no PostgreSQL cluster in $PG_DATA: run '$0 pg-up' (or up) first"
+  pg_write_config
+  pg_start
 }
 
 ################################################################################# Kafka
@@ -602,6 +619,8 @@ main() {
     kafka-up) take_lock; kafka_up ;;
     kafka-stop) take_lock; kafka_stop ;;
     kafka-start) take_lock; ensure_java; kafka_write_config; kafka_start ;;
+    pg-stop) take_lock; pg_stop ;;
+    pg-start) take_lock; pg_start_existing ;;
     -h | --help | help) usage ;;
     *) usage >&2; exit 2 ;;
   esac

@@ -17,6 +17,7 @@ from servicekit.incidents import Incidents
 from servicekit.kafka import ProducerLink
 from servicekit.outbox import Outbox
 from servicekit.relay import OutboxRelay
+from servicekit.retry import RetryPolicy
 from servicekit.runtime import ServiceRuntime
 from servicekit.supervision import Worker
 from servicekit.timers import TimerRunner, Timers
@@ -24,11 +25,16 @@ from services.payment.adapters.card_gateway import CardGateway, HttpCardGateway,
 from services.payment.adapters.orm import Tables, build_tables
 from services.payment.entrypoints import grpc_api
 from services.payment.entrypoints.consumer import booking_event_handlers
+from services.payment.entrypoints.hint_retrier import reapply_hints
 from services.payment.entrypoints.notification_receiver import NotificationReceiver
 from services.payment.entrypoints.sweep_keeper import keep_sweep_scheduled
 from services.payment.service_layer.dependencies import PaymentDeps
 from services.payment.service_layer.jobs import JobPolicy
-from services.payment.service_layer.timer_handlers import ensure_sweep_scheduled, timer_handlers
+from services.payment.service_layer.timer_handlers import (
+    ensure_sweep_scheduled,
+    outbound_jobs,
+    timer_handlers,
+)
 from services.payment.service_layer.unit_of_work import Effects, UnitOfWork
 from services.payment.settings import Settings
 
@@ -43,6 +49,7 @@ class PaymentApp:
     tables: Tables
     sessions: async_sessionmaker[AsyncSession]
     receiver: NotificationReceiver | None
+    timer_runner: TimerRunner
 
     @property
     def grpc_port(self) -> int:
@@ -104,7 +111,12 @@ def bootstrap(settings: Settings, gateway: CardGateway | None = None) -> Payment
         sessions,
         tables.eventing.timers,
         timer_handlers(deps),
+        # A job that raises instead of answering is bounded like one the gateway never answers.
+        policy=RetryPolicy(
+            max_attempts=settings.gateway_max_tries, base_delay_s=settings.gateway_retry_base_s
+        ),
         batch_size=10,
+        outbound=outbound_jobs(deps),
         incidents=Incidents(tables.eventing.incidents),
     )
     receiver = (
@@ -117,6 +129,7 @@ def bootstrap(settings: Settings, gateway: CardGateway | None = None) -> Payment
         Worker("consumer", consumer.run),
         Worker("timers", timer_runner.run),
         Worker("sweep keeper", partial(keep_sweep_scheduled, deps)),
+        Worker("hint retrier", partial(reapply_hints, deps)),
     ]
     if receiver is not None:
         workers.append(Worker("notification receiver", receiver.run))
@@ -129,7 +142,7 @@ def bootstrap(settings: Settings, gateway: CardGateway | None = None) -> Payment
         producer=producer,
         workers=workers,
     )
-    return PaymentApp(settings, runtime, deps, tables, sessions, receiver)
+    return PaymentApp(settings, runtime, deps, tables, sessions, receiver, timer_runner)
 
 
 def _http_gateway(settings: Settings) -> HttpCardGateway:

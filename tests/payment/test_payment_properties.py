@@ -28,7 +28,6 @@ from services.payment.bootstrap import PaymentApp, bootstrap
 from services.payment.domain import payment_states as states
 from services.payment.domain.signature import sign
 from services.payment.service_layer import event_handlers, handlers
-from services.payment.service_layer.timer_handlers import timer_handlers
 from tests.payment.conftest import test_settings
 from tests.payment.fake_gateway import FakeCardGateway
 from tests.payment.harness import SECRETS, notification_body
@@ -65,8 +64,7 @@ async def service(service_database: Callable[[str], str]) -> AsyncIterator[Servi
     base = test_settings(url, "127.0.0.1:1", "http://127.0.0.1:1", f"p{uuid.uuid4().hex[:6]}.")
     fake = FakeCardGateway(engine=db.make_engine(url, pool_size=2))
     app = bootstrap(replace(base, gateway_retry_base_s=0.0, gateway_max_tries=3), gateway=fake)
-    runner = TimerRunner(app.sessions, app.tables.eventing.timers, timer_handlers(app.deps))
-    yield Service(app, fake, runner)
+    yield Service(app, fake, app.timer_runner)
     await app.runtime.engine.dispose()  # built, never started: nothing else to release
     await fake.engine.dispose()
 

@@ -9,8 +9,9 @@
    packages, a single-node KRaft broker from Maven Central jars).
 
 It never skips: when nothing works it raises `InfrastructureUnavailable` naming what
-failed. Tests that simulate a broker outage use `stop_kafka()` / `start_kafka()`, which
-only work against the local stack.
+failed. Tests that simulate a broker or database outage use `stop_kafka()` /
+`start_kafka()` and `stop_postgres()` / `start_postgres()`, which only work against the
+local stack.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ SERVICE_DATABASES = ("booking", "payment", "access", "notify")
 # Cold start may download the broker jars (and, on a bare machine, apt packages).
 INFRA_UP_TIMEOUT_S = 1800.0
 KAFKA_CONTROL_TIMEOUT_S = 180.0
+PG_CONTROL_TIMEOUT_S = 120.0
 DOCKER_PROBE_TIMEOUT_S = 10.0
 
 _DB_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -281,6 +283,29 @@ def start_kafka() -> None:
     """Start the local broker again and wait until it serves metadata requests."""
     _require_local_kafka()
     _infra("kafka-start", timeout=KAFKA_CONTROL_TIMEOUT_S, what="'infra.sh kafka-start' failed")
+
+
+def _require_local_postgres() -> None:
+    infra = ensure_infrastructure()
+    port = os.environ.get("PG_PORT", "15432")
+    server = urlsplit(infra.pg_admin_dsn)
+    if (server.hostname, str(server.port)) not in {("127.0.0.1", port), ("localhost", port)}:
+        raise RuntimeError(
+            f"stop_postgres()/start_postgres() only control the local PostgreSQL of "
+            f"deploy/local/infra.sh (127.0.0.1:{port}); the tests use {server.netloc}"
+        )
+
+
+def stop_postgres() -> None:
+    """Stop the local PostgreSQL (fast shutdown: sessions are cut) and wait until it is down."""
+    _require_local_postgres()
+    _infra("pg-stop", timeout=PG_CONTROL_TIMEOUT_S, what="'infra.sh pg-stop' failed")
+
+
+def start_postgres() -> None:
+    """Start the local PostgreSQL again and wait until it accepts connections."""
+    _require_local_postgres()
+    _infra("pg-start", timeout=PG_CONTROL_TIMEOUT_S, what="'infra.sh pg-start' failed")
 
 
 # ------------------------------------------------------------------------- databases

@@ -5,18 +5,34 @@ creates and refunds); a real provider would be another subclass chosen by config
 Errors are split by what the caller may conclude: `GatewayUnavailable` means the outcome
 is unknown (timeout, connection error, 5xx) and the call may be repeated with the same
 key; `GatewayRefused` is a definite answer.
+
+Nothing in an answer is trusted: a body that is too large, not JSON, or lacks a field of
+the right type says nothing definite, so it is `GatewayUnavailable` too, never a
+KeyError or ValueError escaping into a job.
 """
 
 from __future__ import annotations
 
 import abc
-from typing import Any
+import asyncio
+import json as jsonlib
+import logging
+from typing import Any, Final
 from urllib.parse import quote
 
 import httpx
 
+from servicekit.outage import OutageLog
 from services.payment.domain.money import Money
 from services.payment.domain.payment import RemotePayment
+
+# Bounds on what is read from the provider: its answers are small, and a broken or
+# hostile one must not cost memory.
+MAX_ANSWER: Final = 256 * 1024
+MAX_TEXT: Final = 2048
+MAX_CODE: Final = 100
+
+log = logging.getLogger(__name__)
 
 
 class GatewayUnavailable(Exception):
@@ -58,6 +74,10 @@ class CardGateway(abc.ABC):
 class HttpCardGateway(CardGateway):
     def __init__(self, client: httpx.AsyncClient) -> None:
         self._client = client
+        # httpx bounds each read; this bounds the whole call, so an answer trickled
+        # byte by byte cannot hold a job either.
+        self._deadline_s = 2 * (client.timeout.read or 30.0)
+        self._outage = OutageLog(log, "the card gateway")
 
     async def create_payment(
         self, key: str, amount: Money, reference: str, return_url: str
@@ -77,7 +97,10 @@ class HttpCardGateway(CardGateway):
 
     async def find_by_reference(self, reference: str) -> list[RemotePayment]:
         data = await self._call("GET", "/v1/payments", params={"reference": reference})
-        return [remote_of(item) for item in data.get("data", [])]
+        found = data.get("data")
+        if not isinstance(found, list):
+            raise GatewayUnavailable("GET /v1/payments: no list of payments in the answer")
+        return [remote_of(item) for item in found]
 
     async def cancel_payment(self, provider_payment_id: str) -> RemotePayment:
         path = f"/v1/payments/{_segment(provider_payment_id)}/cancel"
@@ -98,20 +121,56 @@ class HttpCardGateway(CardGateway):
         params: dict[str, str] | None = None,
         key: str | None = None,
     ) -> dict[str, Any]:
+        call = f"{method} {path}"
         headers = {"Idempotency-Key": key} if key else {}
+        request = self._client.build_request(
+            method, path, json=json, params=params, headers=headers
+        )
         try:
-            response = await self._client.request(
-                method, path, json=json, params=params, headers=headers
-            )
-        except httpx.TransportError as error:  # timeouts included: the outcome is unknown
-            raise GatewayUnavailable(f"{method} {path}: {type(error).__name__}") from error
-        if response.status_code >= 500:
-            raise GatewayUnavailable(f"{method} {path}: {response.status_code}")
-        data: dict[str, Any] = response.json()
-        if response.is_success:
+            status, data = await self._exchange(call, request)
+        except GatewayUnavailable as error:
+            self._outage.failed(error)
+            raise
+        self._outage.succeeded()
+        if status < 300:
             return data
-        remote = remote_of(data["payment"]) if isinstance(data.get("payment"), dict) else None
-        raise GatewayRefused(response.status_code, str(data.get("error", "")), remote)
+        found = data.get("payment")
+        remote = remote_of(found) if found is not None else None
+        raise GatewayRefused(status, str(data.get("error", ""))[:MAX_CODE], remote)
+
+    async def _exchange(self, call: str, request: httpx.Request) -> tuple[int, dict[str, Any]]:
+        """The status and the JSON object of a definite answer; else GatewayUnavailable."""
+        try:
+            async with asyncio.timeout(self._deadline_s):
+                status, body = await self._send(request)
+        except (httpx.TransportError, TimeoutError) as error:  # the outcome is unknown
+            raise GatewayUnavailable(f"{call}: {type(error).__name__}") from error
+        if not (200 <= status < 300 or 400 <= status < 500):
+            raise GatewayUnavailable(f"{call}: {status}")
+        return status, _document(body, call)
+
+    async def _send(self, request: httpx.Request) -> tuple[int, bytes]:
+        """The status and the body, read no further than MAX_ANSWER bytes."""
+        response = await self._client.send(request, stream=True)
+        try:
+            body = bytearray()
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) > MAX_ANSWER:
+                    raise GatewayUnavailable(f"{request.method}: answer over {MAX_ANSWER} bytes")
+            return response.status_code, bytes(body)
+        finally:
+            await response.aclose()
+
+
+def _document(body: bytes, call: str) -> dict[str, Any]:
+    try:
+        data = jsonlib.loads(body)
+    except (ValueError, RecursionError):  # not JSON, undecodable, or nested beyond reason
+        raise GatewayUnavailable(f"{call}: the answer is not JSON") from None
+    if not isinstance(data, dict):
+        raise GatewayUnavailable(f"{call}: the answer is not a JSON object")
+    return data
 
 
 def _segment(provider_payment_id: str) -> str:
@@ -122,20 +181,35 @@ def _segment(provider_payment_id: str) -> str:
     return quote(provider_payment_id, safe="")
 
 
-def remote_of(data: dict[str, Any]) -> RemotePayment:
+def remote_of(data: Any) -> RemotePayment:
+    """The gateway's payment object; an incomplete or mistyped one is no answer at all."""
+    if not isinstance(data, dict):
+        raise GatewayUnavailable("the payment in the answer is not an object")
+    amount = data.get("amount")
+    checkout_url = data.get("checkout_url") or ""
+    if not isinstance(amount, int) or isinstance(amount, bool) or not isinstance(checkout_url, str):
+        raise GatewayUnavailable("the payment in the answer has no valid amount or checkout_url")
     return RemotePayment(
-        provider_payment_id=str(data["id"]),
-        reference=str(data["reference"]),
-        state=str(data["state"]),
-        amount=Money(int(data["amount"]), str(data["currency"])),
-        checkout_url=str(data.get("checkout_url") or ""),
+        provider_payment_id=_text(data, "id"),
+        reference=_text(data, "reference"),
+        state=_text(data, "state"),
+        amount=Money(amount, _text(data, "currency")),
+        checkout_url=checkout_url[:MAX_TEXT],
     )
+
+
+def _text(data: dict[str, Any], name: str) -> str:
+    value = data.get(name)
+    if not isinstance(value, str) or not value or len(value) > MAX_TEXT:
+        raise GatewayUnavailable(f"the payment in the answer has no valid {name}")
+    return value
 
 
 def make_client(base_url: str, api_key: str, timeout_s: float) -> httpx.AsyncClient:
     # Explicit timeouts: a hanging provider must end in GatewayUnavailable, never a stuck worker.
+    # Uncompressed answers: the size bound then holds for what is decoded as well.
     return httpx.AsyncClient(
         base_url=base_url,
-        headers={"Authorization": f"Bearer {api_key}"},
+        headers={"Authorization": f"Bearer {api_key}", "Accept-Encoding": "identity"},
         timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 2.0)),
     )

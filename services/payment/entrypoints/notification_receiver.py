@@ -26,6 +26,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from servicekit.faults import Fault, classify
+from servicekit.outage import OutageLog
 from services.payment.adapters.card_gateway import GatewayUnavailable
 from services.payment.domain.errors import InvalidSignature
 from services.payment.domain.signature import read_signature
@@ -44,6 +45,8 @@ class BodyTooLarge(Exception):
 
 
 def receiver_app(deps: PaymentDeps) -> Starlette:
+    database = OutageLog(log, "notification receiver: the database")
+
     async def receive(request: Request) -> JSONResponse:
         try:
             signature = read_signature(request.headers.get(SIGNATURE_HEADER, ""), int(time.time()))
@@ -55,13 +58,18 @@ def receiver_app(deps: PaymentDeps) -> Starlette:
             return _problem(413, "payload_too_large", f"The body exceeds {MAX_BODY} bytes")
         except ClientDisconnect:
             return _problem(400, "malformed_request", "The body did not arrive whole")
-        except GatewayUnavailable:
+        except GatewayUnavailable:  # the gateway adapter logs its outage
             return _problem(503, "gateway_unavailable", "Payment gateway unavailable")
         except Exception as error:
-            if classify(error) is Fault.PERMANENT:
+            fault = classify(error)
+            if fault is Fault.PERMANENT:
                 raise
-            log.warning("notification not applied, the gateway will resend it: %r", error)
+            if fault is Fault.OUTAGE:
+                database.failed(error)  # once per outage, not once per notification
+            else:
+                log.warning("notification not applied (%s), to be sent again: %r", fault, error)
             return _problem(503, "unavailable", "Temporarily unavailable; send it again")
+        database.succeeded()
         return JSONResponse({"accepted": True})
 
     return Starlette(routes=[Route(PATH, receive, methods=["POST"])])

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from services.payment.adapters.card_gateway import CardGateway
+from services.payment.service_layer.hints import HintsToReapply
 from services.payment.service_layer.jobs import JobPolicy
 from services.payment.service_layer.unit_of_work import UnitOfWork
 
@@ -16,3 +17,4 @@ class PaymentDeps:
     policy: JobPolicy
     webhook_secrets: tuple[str, ...]
     return_url: str = ""
+    hints: HintsToReapply = field(default_factory=HintsToReapply)

@@ -31,6 +31,7 @@ from services.payment.domain.payment import Payment, RemotePayment
 from services.payment.domain.signature import Signature, read_signature, verify_body
 from services.payment.service_layer import jobs
 from services.payment.service_layer.dependencies import PaymentDeps
+from services.payment.service_layer.hints import worth_retrying
 from services.payment.service_layer.transitions import apply_remote
 from services.payment.service_layer.unit_of_work import PaymentTransaction
 
@@ -165,9 +166,21 @@ async def handle_notification(
     verify_body(signature, raw_body, deps.webhook_secrets)
     hint = read_hint(raw_body)
     try:
-        remote = await deps.gateway.get_payment(hint.provider_payment_id)
+        await apply_hint(deps, hint.provider_payment_id)
+    except Exception as error:
+        if worth_retrying(error):  # the gateway stops resending soon: we try again ourselves
+            deps.hints.remember(hint.provider_payment_id)
+        raise
+    deps.hints.forget(hint.provider_payment_id)
+
+
+async def apply_hint(deps: PaymentDeps, provider_payment_id: str) -> None:
+    """Reads the named payment from the gateway and applies its truth; an id the gateway
+    does not know changes nothing."""
+    try:
+        remote = await deps.gateway.get_payment(provider_payment_id)
     except GatewayRefused as error:
-        log.warning("notification %s names no gateway payment: %s", hint.event_id, error)
+        log.warning("a notification names no gateway payment %s: %s", provider_payment_id, error)
         return
     async with deps.uow.begin() as tx:
         await reconcile_with(tx, remote)

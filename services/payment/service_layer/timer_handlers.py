@@ -1,11 +1,17 @@
-"""The jobs that talk to the gateway, fired by the durable timer runner.
+"""The jobs that talk to the gateway, and the sweep that finds payments to reconcile.
 
-Each handler runs inside the runner's transaction, which holds only the timer row's lock.
-The gateway is called inside that transaction, with the client's explicit timeout, and
-never while holding the payment row: the payment is read, the call is made, then the
-payment is locked and changed conditionally. This keeps one job's intent, call and
-outcome in one place; a crash between the call and the commit repeats the call, which
-the provider key (the same for every try of an attempt) makes harmless.
+No transaction, row lock or database connection is held while the gateway is called.
+Every gateway job is an outbound job of the timer runner, in three steps: it reads what it
+needs in one short transaction and commits; it calls the gateway, bounded by the client's
+timeouts, with nothing open; then it applies the answer in a new transaction that locks
+the payment and changes it only if it is still where the job expects it. Retries and
+incidents are written in that second transaction. A slow or hanging gateway therefore
+delays only its own job: other payments' notifications, events and jobs go on.
+
+A crash between the call and the second commit repeats the call, which the provider key
+makes harmless: one key for every try of a payment attempt, one refund key per payment.
+The reconciliation sweep touches only the database: it stays a transactional handler,
+committed together with its timer.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from servicekit.timers import DueTimer
+from servicekit.timers import DueTimer, OutboundJob, TimerHandler
 from services.payment.adapters.card_gateway import GatewayRefused, GatewayUnavailable
 from services.payment.domain import payment_states as states
 from services.payment.domain.payment import Payment, RemotePayment
@@ -26,81 +32,139 @@ from services.payment.service_layer.transitions import apply_remote, move_paymen
 from services.payment.service_layer.unit_of_work import PaymentTransaction
 
 log = logging.getLogger(__name__)
-Job = Callable[[PaymentDeps, PaymentTransaction, DueTimer], Awaitable[None]]
+GatewayJob = Callable[[PaymentDeps, DueTimer], Awaitable[None]]
 
 
-async def create_at_gateway(deps: PaymentDeps, tx: PaymentTransaction, timer: DueTimer) -> None:
-    payment = await tx.payments.get(uuid.UUID(timer.aggregate_id))
-    if payment is None or payment.provider_payment_id is not None:
-        return
-    if payment.state != states.PENDING or payment.attempt != timer.expected.get("attempt"):
-        if jobs.tries_of(timer) > 1:  # an earlier try may have reached the gateway
-            await jobs.schedule_reconciliation(tx, payment.payment_id)
+async def create_at_gateway(deps: PaymentDeps, timer: DueTimer) -> None:
+    async with deps.uow.begin() as tx:
+        payment = await _unsent(tx, timer)
+    if payment is None:
         return
     try:
         remote = await deps.gateway.create_payment(
             payment.provider_key, payment.amount, payment.reference, deps.return_url
         )
     except GatewayUnavailable as error:
-        await _retry_or_report(deps, tx, timer, "gateway_create_unconfirmed", error)
-        return
+        await _retry_or_report(deps, timer, "gateway_create_unconfirmed", error)
     except GatewayRefused as error:
-        await tx.incidents.open("gateway_refused_create", timer.aggregate_id, str(error))
-        return
-    await _apply(tx, payment, remote)
+        await _report(deps, "gateway_refused_create", timer.aggregate_id, str(error))
+    else:
+        await _apply(deps, payment, remote)
 
 
-async def cancel_at_gateway(deps: PaymentDeps, tx: PaymentTransaction, timer: DueTimer) -> None:
+async def _unsent(tx: PaymentTransaction, timer: DueTimer) -> Payment | None:
+    """The payment this try must send; None when there is nothing (left) to send."""
     payment = await tx.payments.get(uuid.UUID(timer.aggregate_id))
-    if payment is None or payment.state != states.CANCELLED or not payment.provider_payment_id:
+    if payment is None or payment.provider_payment_id is not None:
+        return None
+    if payment.state == states.PENDING and payment.attempt == timer.expected.get("attempt"):
+        return payment
+    if jobs.tries_of(timer) > 1:  # an earlier try may have reached the gateway
+        await jobs.schedule_reconciliation(tx, payment.payment_id)
+    return None
+
+
+async def cancel_at_gateway(deps: PaymentDeps, timer: DueTimer) -> None:
+    payment = await _payment_in(deps, timer, states.CANCELLED)
+    if payment is None or payment.provider_payment_id is None:
         return
     try:
         remote = await deps.gateway.cancel_payment(payment.provider_payment_id)
     except GatewayUnavailable as error:
-        await _retry_or_report(deps, tx, timer, "gateway_cancel_unconfirmed", error)
+        await _retry_or_report(deps, timer, "gateway_cancel_unconfirmed", error)
         return
     except GatewayRefused as error:
         # Not cancellable: it settled, failed or expired first. Its state says which.
         if error.remote is None:
-            await tx.incidents.open("gateway_refused_cancel", timer.aggregate_id, str(error))
+            await _report(deps, "gateway_refused_cancel", timer.aggregate_id, str(error))
             return
         remote = error.remote
-    await _apply(tx, payment, remote)
+    await _apply(deps, payment, remote)
 
 
-async def refund_at_gateway(deps: PaymentDeps, tx: PaymentTransaction, timer: DueTimer) -> None:
-    payment = await tx.payments.get(uuid.UUID(timer.aggregate_id))
-    if payment is None or payment.state != states.REFUND_PENDING or not payment.provider_payment_id:
+async def refund_at_gateway(deps: PaymentDeps, timer: DueTimer) -> None:
+    payment = await _payment_in(deps, timer, states.REFUND_PENDING)
+    if payment is None or payment.provider_payment_id is None:
         return
     try:
         await deps.gateway.refund(payment.provider_payment_id, payment.refund_key, payment.amount)
     except GatewayUnavailable as error:
+        await _refund_unconfirmed(deps, timer, payment, error)
+    except GatewayRefused as error:
+        await _refund_refused(deps, payment, error)
+    else:
+        await _settle(deps, payment, states.REFUNDED)
+
+
+async def _refund_unconfirmed(
+    deps: PaymentDeps, timer: DueTimer, payment: Payment, error: Exception
+) -> None:
+    async with deps.uow.begin() as tx:
         if not await jobs.retry_later(tx, timer, deps.policy):
             log.warning("refund of %s unconfirmed after retries: %s", payment.payment_id, error)
-            await _settle_refund(tx, payment, states.REFUND_FAILED)
-        return
-    except GatewayRefused as error:
-        done = error.remote is not None and error.remote.state == "refunded"
+            await _move(tx, payment, states.REFUND_FAILED)
+
+
+async def _refund_refused(deps: PaymentDeps, payment: Payment, error: GatewayRefused) -> None:
+    done = error.remote is not None and error.remote.state == "refunded"
+    async with deps.uow.begin() as tx:
         if not done:
-            await tx.incidents.open("refund_refused", timer.aggregate_id, str(error))
-        await _settle_refund(tx, payment, states.REFUNDED if done else states.REFUND_FAILED)
-        return
-    await _settle_refund(tx, payment, states.REFUNDED)
+            await tx.incidents.open("refund_refused", str(payment.payment_id), str(error))
+        await _move(tx, payment, states.REFUNDED if done else states.REFUND_FAILED)
 
 
-async def reconcile_payment(deps: PaymentDeps, tx: PaymentTransaction, timer: DueTimer) -> None:
+async def reconcile_payment(deps: PaymentDeps, timer: DueTimer) -> None:
     """Asks the gateway for the truth about one payment whose notifications may be lost."""
-    payment = await tx.payments.get(uuid.UUID(timer.aggregate_id))
+    async with deps.uow.begin() as tx:
+        payment = await tx.payments.get(uuid.UUID(timer.aggregate_id))
+        if payment is not None:
+            await tx.payments.mark_reconciled(payment.payment_id)
     if payment is None:
         return
-    await tx.payments.mark_reconciled(payment.payment_id)
     try:
-        remote = await _find_remote(deps, tx, payment)
-    except (GatewayUnavailable, GatewayRefused) as error:
+        found = await _remote_views(deps, payment)
+    except GatewayUnavailable:
+        return  # the adapter logs the outage; the next sweep tries again
+    except GatewayRefused as error:
         log.warning("reconciling %s: %s; the next sweep tries again", payment.payment_id, error)
         return
-    if remote is not None:
-        await _apply(tx, payment, remote)
+    async with deps.uow.begin() as tx:
+        locked = await tx.payments.get(payment.payment_id, lock=True)
+        if locked is not None:
+            await _reconcile(tx, locked, found)
+
+
+async def _remote_views(deps: PaymentDeps, payment: Payment) -> list[RemotePayment]:
+    if payment.provider_payment_id is not None:
+        return [await deps.gateway.get_payment(payment.provider_payment_id)]
+    return await deps.gateway.find_by_reference(payment.reference)
+
+
+async def _reconcile(tx: PaymentTransaction, payment: Payment, found: list[RemotePayment]) -> None:
+    if len(found) > 1:
+        detail = ", ".join(r.provider_payment_id for r in found)
+        await tx.incidents.open("second_remote_payment", str(payment.payment_id), detail)
+    elif not found:
+        await _resume_creation(tx, payment)
+    else:
+        current = await apply_remote(tx, payment, found[0])
+        await _resume_refund(tx, current, found[0])
+
+
+async def _resume_creation(tx: PaymentTransaction, payment: Payment) -> None:
+    """The gateway never got the payment: send it again, under the same attempt's key."""
+    unsent = payment.state == states.PENDING and payment.provider_payment_id is None
+    if unsent and not await tx.jobs.has_pending(jobs.CREATE_AT_GATEWAY, str(payment.payment_id)):
+        await jobs.schedule_creation(tx, payment.payment_id, payment.attempt)
+
+
+async def _resume_refund(tx: PaymentTransaction, payment: Payment, remote: RemotePayment) -> None:
+    """A refund is owed and the money is still with us, but no job will ask for it (its
+    job ended failed): ask again, under the payment's one refund key."""
+    owed = payment.state == states.REFUND_PENDING and remote.state == states.PAID
+    if owed and not await tx.jobs.has_pending(jobs.REFUND_AT_GATEWAY, str(payment.payment_id)):
+        log.warning("payment %s: refund owed but not requested; requesting it", payment.payment_id)
+        await jobs.schedule_refund(tx, payment.payment_id)
 
 
 async def reconcile_sweep(deps: PaymentDeps, tx: PaymentTransaction, timer: DueTimer) -> None:
@@ -111,71 +175,6 @@ async def reconcile_sweep(deps: PaymentDeps, tx: PaymentTransaction, timer: DueT
     await tx.schedule(jobs.RECONCILE_SWEEP, jobs.SWEEP_ID, {}, deps.policy.reconcile_every_s)
 
 
-async def _find_remote(
-    deps: PaymentDeps, tx: PaymentTransaction, payment: Payment
-) -> RemotePayment | None:
-    if payment.provider_payment_id is not None:
-        return await deps.gateway.get_payment(payment.provider_payment_id)
-    found = await deps.gateway.find_by_reference(payment.reference)
-    if len(found) > 1:
-        detail = ", ".join(r.provider_payment_id for r in found)
-        await tx.incidents.open("second_remote_payment", str(payment.payment_id), detail)
-        return None
-    if not found:
-        await _resume_creation(tx, payment)
-        return None
-    return found[0]
-
-
-async def _resume_creation(tx: PaymentTransaction, payment: Payment) -> None:
-    """The gateway never got the payment: send it again, under the same attempt's key."""
-    pending_create = await tx.jobs.has_pending(jobs.CREATE_AT_GATEWAY, str(payment.payment_id))
-    if payment.state == states.PENDING and not pending_create:
-        await jobs.schedule_creation(tx, payment.payment_id, payment.attempt)
-
-
-async def _apply(tx: PaymentTransaction, payment: Payment, remote: RemotePayment) -> None:
-    locked = await tx.payments.get(payment.payment_id, lock=True)
-    if locked is not None:
-        await apply_remote(tx, locked, remote)
-
-
-async def _settle_refund(tx: PaymentTransaction, payment: Payment, target: str) -> None:
-    locked = await tx.payments.get(payment.payment_id, lock=True)
-    if locked is not None:
-        await move_payment(tx, locked, target)
-
-
-async def _retry_or_report(
-    deps: PaymentDeps, tx: PaymentTransaction, timer: DueTimer, kind: str, error: Exception
-) -> None:
-    if not await jobs.retry_later(tx, timer, deps.policy):
-        await tx.incidents.open(kind, timer.aggregate_id, f"no answer after retries: {error}")
-
-
-JOBS: Mapping[str, Job] = {
-    jobs.CREATE_AT_GATEWAY: create_at_gateway,
-    jobs.CANCEL_AT_GATEWAY: cancel_at_gateway,
-    jobs.REFUND_AT_GATEWAY: refund_at_gateway,
-    jobs.RECONCILE_PAYMENT: reconcile_payment,
-    jobs.RECONCILE_SWEEP: reconcile_sweep,
-}
-
-
-def timer_handlers(
-    deps: PaymentDeps,
-) -> dict[str, Callable[[AsyncSession, DueTimer], Awaitable[None]]]:
-    """The handlers in the shape servicekit's TimerRunner calls them."""
-
-    def bound(job: Job) -> Callable[[AsyncSession, DueTimer], Awaitable[None]]:
-        async def run(session: AsyncSession, timer: DueTimer) -> None:
-            await job(deps, deps.uow.within(session), timer)
-
-        return run
-
-    return {kind: bound(job) for kind, job in JOBS.items()}
-
-
 async def ensure_sweep_scheduled(deps: PaymentDeps) -> None:
     """Every process start makes sure one sweep is scheduled; the sweep reschedules itself."""
     async with deps.uow.begin() as tx:
@@ -184,3 +183,72 @@ async def ensure_sweep_scheduled(deps: PaymentDeps) -> None:
             await tx.schedule(
                 jobs.RECONCILE_SWEEP, jobs.SWEEP_ID, {}, deps.policy.reconcile_every_s
             )
+
+
+# --- the short transactions around a call ------------------------------------------------
+
+
+async def _payment_in(deps: PaymentDeps, timer: DueTimer, state: str) -> Payment | None:
+    async with deps.uow.begin() as tx:
+        payment = await tx.payments.get(uuid.UUID(timer.aggregate_id))
+    return payment if payment is not None and payment.state == state else None
+
+
+async def _apply(deps: PaymentDeps, payment: Payment, remote: RemotePayment) -> None:
+    async with deps.uow.begin() as tx:
+        locked = await tx.payments.get(payment.payment_id, lock=True)
+        if locked is not None:
+            await apply_remote(tx, locked, remote)
+
+
+async def _settle(deps: PaymentDeps, payment: Payment, target: str) -> None:
+    async with deps.uow.begin() as tx:
+        await _move(tx, payment, target)
+
+
+async def _move(tx: PaymentTransaction, payment: Payment, target: str) -> None:
+    locked = await tx.payments.get(payment.payment_id, lock=True)
+    if locked is not None:
+        await move_payment(tx, locked, target)
+
+
+async def _retry_or_report(deps: PaymentDeps, timer: DueTimer, kind: str, error: Exception) -> None:
+    async with deps.uow.begin() as tx:
+        if not await jobs.retry_later(tx, timer, deps.policy):
+            await tx.incidents.open(kind, timer.aggregate_id, f"no answer after retries: {error}")
+
+
+async def _report(deps: PaymentDeps, kind: str, subject_id: str, detail: str) -> None:
+    async with deps.uow.begin() as tx:
+        await tx.incidents.open(kind, subject_id, detail)
+
+
+# --- in the shapes servicekit's TimerRunner calls ------------------------------------------
+
+GATEWAY_JOBS: Mapping[str, GatewayJob] = {
+    jobs.CREATE_AT_GATEWAY: create_at_gateway,
+    jobs.CANCEL_AT_GATEWAY: cancel_at_gateway,
+    jobs.REFUND_AT_GATEWAY: refund_at_gateway,
+    jobs.RECONCILE_PAYMENT: reconcile_payment,
+}
+
+
+def outbound_jobs(deps: PaymentDeps) -> dict[str, OutboundJob]:
+    """The gateway jobs: they open their own transactions around the call."""
+
+    def bound(job: GatewayJob) -> OutboundJob:
+        async def run(timer: DueTimer) -> None:
+            await job(deps, timer)
+
+        return run
+
+    return {kind: bound(job) for kind, job in GATEWAY_JOBS.items()}
+
+
+def timer_handlers(deps: PaymentDeps) -> dict[str, TimerHandler]:
+    """The jobs that only touch the database, run in the runner's transaction."""
+
+    async def sweep(session: AsyncSession, timer: DueTimer) -> None:
+        await reconcile_sweep(deps, deps.uow.within(session), timer)
+
+    return {jobs.RECONCILE_SWEEP: sweep}
