@@ -19,11 +19,16 @@ from servicekit.retention import pruning_job
 from servicekit.runtime import ServiceRuntime
 from servicekit.supervision import Worker
 from servicekit.timers import TimerRunner, Timers
+from servicekit.unit_of_work import Effects
 from services.booking.adapters import orm
 from services.booking.entrypoints.consumer import event_handlers
 from services.booking.entrypoints.grpc_api import BookingServicer, registration
 from services.booking.entrypoints.timers import timer_handlers
-from services.booking.service_layer.unit_of_work import Policy, UnitOfWorkFactory
+from services.booking.service_layer.unit_of_work import (
+    Policy,
+    UnitOfWorkFactory,
+    unit_of_work_factory,
+)
 from services.booking.settings import Settings
 
 SERVICE = "booking"
@@ -61,13 +66,10 @@ def bootstrap(settings: Settings) -> BookingApp:
     sessions = make_session_factory(engine)
     policy = Policy(settings.idempotency_secret, settings.hold_seconds, settings.terms_version)
     timers = Timers(orm.eventing.timers)
-    uows = UnitOfWorkFactory(
-        sessions,
-        Outbox(orm.eventing.outbox, producer=SERVICE),
-        timers,
-        settings.topic("booking.events"),
-        policy,
+    effects = Effects(
+        Outbox(orm.eventing.outbox, producer=SERVICE), timers, settings.topic("booking.events")
     )
+    uows = unit_of_work_factory(sessions, effects, policy)
     producer = ProducerLink(lambda: make_producer(settings.kafka_bootstrap, SERVICE), SERVICE)
     inbox = Inbox(SERVICE, sessions, orm.eventing.inbox, event_handlers(uows), producer)
     topics = [settings.topic("payment.events"), settings.topic("access.events")]

@@ -6,23 +6,15 @@ orders rather than bookings, and ids that name nothing here, are ignored.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
-
-from google.protobuf.message import Message
 from liftfit.access.v1 import events_pb2 as access
-from liftfit.events.v1.envelope_pb2 import EventEnvelope
 from liftfit.payment.v1 import events_pb2 as payment
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from servicekit.inbox import EventHandler
+from servicekit.unit_of_work import bind_events
 from services.booking.adapters.rows import is_uuid
 from services.booking.domain.model import Money
 from services.booking.service_layer import event_handlers as react
 from services.booking.service_layer.unit_of_work import UnitOfWork, UnitOfWorkFactory
-
-Event = TypeVar("Event", bound=Message)
-Reaction = Callable[[UnitOfWork, Event], Awaitable[None]]
 
 
 async def _payment_created(uow: UnitOfWork, event: payment.PaymentCreated) -> None:
@@ -58,25 +50,14 @@ async def _revocation_confirmed(uow: UnitOfWork, event: access.RevocationConfirm
 
 def event_handlers(uows: UnitOfWorkFactory) -> dict[str, EventHandler]:
     """The inbox's map from event type to reaction."""
-    handlers = [
-        _joined(uows, payment.PaymentCreated, _payment_created),
-        _joined(uows, payment.PaymentSucceeded, _payment_succeeded),
-        _joined(uows, payment.PaymentFailed, _payment_failed),
-        _joined(uows, payment.PassOrderPaid, _pass_order_paid),
-        _joined(uows, access.PinDisclosed, _pin_disclosed),
-        _joined(uows, access.RevocationConfirmed, _revocation_confirmed),
-    ]
-    return dict(handlers)
-
-
-def _joined(
-    uows: UnitOfWorkFactory, kind: type[Event], reaction: Reaction[Event]
-) -> tuple[str, EventHandler]:
-    """A reaction that joins the inbox's transaction, keyed by its event's full name."""
-
-    async def handle(session: AsyncSession, envelope: EventEnvelope, event: Message) -> None:
-        if not isinstance(event, kind):
-            raise TypeError(f"{envelope.event_id} is not a {kind.DESCRIPTOR.full_name}")
-        await reaction(uows.joining(session), event)
-
-    return kind.DESCRIPTOR.full_name, handle
+    return bind_events(
+        uows,
+        {
+            payment.PaymentCreated: _payment_created,
+            payment.PaymentSucceeded: _payment_succeeded,
+            payment.PaymentFailed: _payment_failed,
+            payment.PassOrderPaid: _pass_order_paid,
+            access.PinDisclosed: _pin_disclosed,
+            access.RevocationConfirmed: _revocation_confirmed,
+        },
+    )

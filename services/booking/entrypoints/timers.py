@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
-from servicekit.timers import DueTimer, TimerHandler
+from servicekit.timers import TimerHandler
+from servicekit.unit_of_work import bind_timers
 from services.booking.service_layer.timer_handlers import release_unpaid_hold
 from services.booking.service_layer.unit_of_work import RELEASE_UNPAID_HOLD, UnitOfWorkFactory
 
 
 def timer_handlers(uows: UnitOfWorkFactory) -> dict[str, TimerHandler]:
-    async def release(session: AsyncSession, timer: DueTimer) -> None:
-        await release_unpaid_hold(uows.joining(session), timer)
-
-    return {RELEASE_UNPAID_HOLD: release}
+    return bind_timers(uows, {RELEASE_UNPAID_HOLD: release_unpaid_hold})
