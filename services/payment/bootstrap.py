@@ -16,26 +16,24 @@ from servicekit.inbox import Inbox
 from servicekit.incidents import Incidents
 from servicekit.kafka import ProducerLink
 from servicekit.outbox import Outbox
+from servicekit.recurring import Recurring
 from servicekit.relay import OutboxRelay
+from servicekit.retention import pruning_job
 from servicekit.retry import RetryPolicy
 from servicekit.runtime import ServiceRuntime
 from servicekit.supervision import Worker
 from servicekit.timers import TimerRunner, Timers
+from servicekit.unit_of_work import Effects
 from services.payment.adapters.card_gateway import CardGateway, HttpCardGateway, make_client
 from services.payment.adapters.orm import Tables, build_tables
 from services.payment.entrypoints import grpc_api
 from services.payment.entrypoints.consumer import booking_event_handlers
 from services.payment.entrypoints.hint_retrier import reapply_hints
 from services.payment.entrypoints.notification_receiver import NotificationReceiver
-from services.payment.entrypoints.sweep_keeper import keep_sweep_scheduled
 from services.payment.service_layer.dependencies import PaymentDeps
 from services.payment.service_layer.jobs import JobPolicy
-from services.payment.service_layer.timer_handlers import (
-    ensure_sweep_scheduled,
-    outbound_jobs,
-    timer_handlers,
-)
-from services.payment.service_layer.unit_of_work import Effects, UnitOfWork
+from services.payment.service_layer.timer_handlers import outbound_jobs, recurring_jobs
+from services.payment.service_layer.unit_of_work import unit_of_work_factory
 from services.payment.settings import Settings
 
 SERVICE = "payment"
@@ -63,7 +61,6 @@ class PaymentApp:
         if self.receiver is not None:
             self.receiver.bind()  # before the workers, so the URL is known at once
         await self.runtime.start()
-        await ensure_sweep_scheduled(self.deps)
 
     async def stop(self) -> None:
         await self.runtime.stop()
@@ -93,7 +90,7 @@ def bootstrap(settings: Settings, gateway: CardGateway | None = None) -> Payment
         topic=settings.payment_events_topic,
     )
     deps = PaymentDeps(
-        uow=UnitOfWork(sessions, tables, effects),
+        uows=unit_of_work_factory(sessions, tables, effects),
         gateway=gateway or _http_gateway(settings),
         policy=_job_policy(settings),
         webhook_secrets=settings.webhook_secrets,
@@ -107,10 +104,13 @@ def bootstrap(settings: Settings, gateway: CardGateway | None = None) -> Payment
         inbox,
     )
     relay = OutboxRelay(sessions, tables.eventing.outbox, producer)
+    recurring = Recurring(
+        sessions, effects.timers, [*recurring_jobs(deps), pruning_job(tables.eventing)]
+    )
     timer_runner = TimerRunner(
         sessions,
         tables.eventing.timers,
-        timer_handlers(deps),
+        recurring.handlers(),
         # A job that raises instead of answering is bounded like one the gateway never answers.
         policy=RetryPolicy(
             max_attempts=settings.gateway_max_tries, base_delay_s=settings.gateway_retry_base_s
@@ -128,7 +128,7 @@ def bootstrap(settings: Settings, gateway: CardGateway | None = None) -> Payment
         Worker("relay", relay.run),
         Worker("consumer", consumer.run),
         Worker("timers", timer_runner.run),
-        Worker("sweep keeper", partial(keep_sweep_scheduled, deps)),
+        Worker("recurring jobs", recurring.keep),
         Worker("hint retrier", partial(reapply_hints, deps)),
     ]
     if receiver is not None:

@@ -104,8 +104,8 @@ class World:
 
 
 async def _in_tx(world: World, reaction: Any, event: Any) -> None:
-    async with world.service.app.deps.uow.begin() as tx:
-        await reaction(tx, event)
+    async with world.service.app.deps.uows.transaction() as uow:
+        await reaction(uow, event)
 
 
 async def _notify(world: World, claimed_state: str) -> None:

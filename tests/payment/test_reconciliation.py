@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import select, update
 
+from servicekit.recurring import RECURRING
 from services.payment.service_layer import jobs
 from tests.payment.conftest import HarnessFactory
 from tests.payment.harness import eventually
@@ -46,7 +47,7 @@ async def test_a_sweep_that_ended_failed_is_scheduled_again_while_the_service_ru
 ) -> None:
     harness = await make_harness(reconcile_after_s=1, reconcile_every_s=1)
     timers = harness.app.tables.eventing.timers
-    sweep = (timers.c.kind == jobs.RECONCILE_SWEEP) & (timers.c.aggregate_id == jobs.SWEEP_ID)
+    sweep = (timers.c.kind == jobs.RECONCILE_SWEEP) & (timers.c.aggregate_id == RECURRING)
     async with harness.app.sessions() as session, session.begin():
         # What the timer runner does to a job that failed past its bound.
         await session.execute(update(timers).where(sweep).values(state="failed"))

@@ -12,10 +12,10 @@ from services.payment.domain.money import Money
 from services.payment.domain.payment import Payment
 from services.payment.service_layer import jobs
 from services.payment.service_layer.transitions import release_payment
-from services.payment.service_layer.unit_of_work import PaymentTransaction
+from services.payment.service_layer.unit_of_work import UnitOfWork
 
 
-async def open_booking_payment(tx: PaymentTransaction, event: booking.PaymentRequested) -> None:
+async def open_booking_payment(uow: UnitOfWork, event: booking.PaymentRequested) -> None:
     """Writes the payment with its amount snapshot; the gateway is called by a job later."""
     payment = Payment(
         payment_id=uuid.uuid4(),
@@ -27,28 +27,26 @@ async def open_booking_payment(tx: PaymentTransaction, event: booking.PaymentReq
     hold = (
         event.hold_expires_at.ToDatetime(tzinfo=UTC) if event.HasField("hold_expires_at") else None
     )
-    if await tx.payments.add(payment, hold):
-        await jobs.schedule_creation(tx, payment.payment_id, payment.attempt)
+    if await uow.payments.add(payment, hold):
+        await jobs.schedule_creation(uow, payment.payment_id, payment.attempt)
 
 
-async def release_for_booking(tx: PaymentTransaction, booking_id: str) -> None:
+async def release_for_booking(uow: UnitOfWork, booking_id: str) -> None:
     """The hold expired, the booking was cancelled, or money arrived without a booking."""
-    payment = await tx.payments.for_booking(booking_id, lock=True)
+    payment = await uow.payments.for_booking(booking_id, lock=True)
     if payment is not None:
-        await release_payment(tx, payment)
+        await release_payment(uow, payment)
 
 
-async def booking_expired(tx: PaymentTransaction, event: booking.BookingExpired) -> None:
-    await release_for_booking(tx, event.booking_id)
+async def booking_expired(uow: UnitOfWork, event: booking.BookingExpired) -> None:
+    await release_for_booking(uow, event.booking_id)
 
 
-async def booking_cancelled(tx: PaymentTransaction, event: booking.BookingCancelled) -> None:
+async def booking_cancelled(uow: UnitOfWork, event: booking.BookingCancelled) -> None:
     # The local state decides, not refund_due: a paid payment is refunded, a pending one
     # cancelled, whatever the booking service believed when it cancelled.
-    await release_for_booking(tx, event.booking_id)
+    await release_for_booking(uow, event.booking_id)
 
 
-async def payment_without_booking(
-    tx: PaymentTransaction, event: booking.PaymentWithoutBooking
-) -> None:
-    await release_for_booking(tx, event.booking_id)
+async def payment_without_booking(uow: UnitOfWork, event: booking.PaymentWithoutBooking) -> None:
+    await release_for_booking(uow, event.booking_id)

@@ -33,7 +33,7 @@ from services.payment.service_layer import jobs
 from services.payment.service_layer.dependencies import PaymentDeps
 from services.payment.service_layer.hints import worth_retrying
 from services.payment.service_layer.transitions import apply_remote
-from services.payment.service_layer.unit_of_work import PaymentTransaction
+from services.payment.service_layer.unit_of_work import UnitOfWork
 
 log = logging.getLogger(__name__)
 
@@ -52,47 +52,47 @@ async def create_order(deps: PaymentDeps, command: CreateOrder) -> OrderView:
     """One Idempotency-Key, one order: a replay returns it, a changed request is refused."""
     check_idempotency_key(command.idempotency_key)
     fingerprint = command.fingerprint()
-    async with deps.uow.begin() as tx:
-        await tx.orders.lock_organisation(command.org_id)
+    async with deps.uows.transaction() as uow:
+        await uow.orders.lock_organisation(command.org_id)
         order_id = uuid.uuid4()
-        claimed = await tx.orders.claim_command(
+        claimed = await uow.orders.claim_command(
             command.org_id, command.idempotency_key, fingerprint, order_id
         )
         if not claimed:
-            return await _replay(tx, command, fingerprint)
-        order = await _new_order(tx, command, order_id)
-        payment = await _open_order_payment(tx, order)
-        return OrderView(order, await tx.payments.row(payment.payment_id))
+            return await _replay(uow, command, fingerprint)
+        order = await _new_order(uow, command, order_id)
+        payment = await _open_order_payment(uow, order)
+        return OrderView(order, await uow.payments.row(payment.payment_id))
 
 
-async def _replay(tx: PaymentTransaction, command: CreateOrder, fingerprint: str) -> OrderView:
-    stored = await tx.orders.command(command.org_id, command.idempotency_key)
+async def _replay(uow: UnitOfWork, command: CreateOrder, fingerprint: str) -> OrderView:
+    stored = await uow.orders.command(command.org_id, command.idempotency_key)
     if stored is None:  # the claim conflicted, so the row exists; anything else is a fault
         raise RuntimeError("order command vanished after its key conflicted")
     if stored.fingerprint != fingerprint:
         raise IdempotencyConflict("the key was used for another order")
-    order = await tx.orders.get(stored.order_id)
-    payment = await tx.payments.for_order(stored.order_id)
+    order = await uow.orders.get(stored.order_id)
+    payment = await uow.payments.for_order(stored.order_id)
     if order is None or payment is None:
         raise RuntimeError(f"order {stored.order_id} of a stored command is missing")
-    await _resume_creation(tx, payment)
-    return OrderView(order, await tx.payments.row(payment.payment_id), replayed=True)
+    await _resume_creation(uow, payment)
+    return OrderView(order, await uow.payments.row(payment.payment_id), replayed=True)
 
 
-async def _resume_creation(tx: PaymentTransaction, payment: Payment) -> None:
+async def _resume_creation(uow: UnitOfWork, payment: Payment) -> None:
     """A repeated command resumes sending a payment the gateway has not confirmed yet."""
     unsent = payment.state == states.PENDING and payment.provider_payment_id is None
-    if unsent and not await tx.jobs.has_pending(jobs.CREATE_AT_GATEWAY, str(payment.payment_id)):
-        await jobs.schedule_creation(tx, payment.payment_id, payment.attempt)
+    if unsent and not await uow.jobs.has_pending(jobs.CREATE_AT_GATEWAY, str(payment.payment_id)):
+        await jobs.schedule_creation(uow, payment.payment_id, payment.attempt)
 
 
-async def _new_order(tx: PaymentTransaction, command: CreateOrder, order_id: uuid.UUID) -> Order:
+async def _new_order(uow: UnitOfWork, command: CreateOrder, order_id: uuid.UUID) -> Order:
     code = normalise_plan_code(command.plan_code)
-    plan = await tx.orders.plan(code, command.plan_version)
+    plan = await uow.orders.plan(code, command.plan_version)
     if plan is None:
         raise UnknownPlan(f"{code} version {command.plan_version}")
     if plan.kind == SUBSCRIPTION:
-        blocking = await tx.orders.blocking_subscription(command.org_id)
+        blocking = await uow.orders.blocking_subscription(command.org_id)
         if blocking is not None:
             raise OrderExists(str(blocking))
     order = Order(
@@ -106,11 +106,11 @@ async def _new_order(tx: PaymentTransaction, command: CreateOrder, order_id: uui
         entries=plan.entries,
         period_days=plan.period_days,
     )
-    await tx.orders.add(order, command.user)
+    await uow.orders.add(order, command.user)
     return order
 
 
-async def _open_order_payment(tx: PaymentTransaction, order: Order) -> Payment:
+async def _open_order_payment(uow: UnitOfWork, order: Order) -> Payment:
     payment = Payment(
         payment_id=uuid.uuid4(),
         state=states.PENDING,
@@ -118,19 +118,19 @@ async def _open_order_payment(tx: PaymentTransaction, order: Order) -> Payment:
         org_id=order.org_id,
         order_id=order.order_id,
     )
-    await tx.payments.add(payment)
-    await jobs.schedule_creation(tx, payment.payment_id, payment.attempt)
+    await uow.payments.add(payment)
+    await jobs.schedule_creation(uow, payment.payment_id, payment.attempt)
     return payment
 
 
 async def get_order(deps: PaymentDeps, org_id: str, order_id: str) -> OrderView:
-    async with deps.uow.read() as tx:
-        order = await tx.orders.get(_uuid(order_id))
+    async with deps.uows.transaction() as uow:
+        order = await uow.orders.get(_uuid(order_id))
         # Another organisation's order is reported as missing: existence is not leaked.
         if order is None or order.org_id != org_id:
             raise NotFound(f"order {order_id}")
-        payment = await tx.payments.for_order(order.order_id)
-        row = await tx.payments.row(payment.payment_id) if payment else None
+        payment = await uow.payments.for_order(order.order_id)
+        row = await uow.payments.row(payment.payment_id) if payment else None
         return OrderView(order, row)
 
 
@@ -139,15 +139,15 @@ async def get_order(deps: PaymentDeps, org_id: str, order_id: str) -> OrderView:
 
 async def create_plan(deps: PaymentDeps, plan: Plan) -> Plan:
     plan = plan.validated()
-    async with deps.uow.begin() as tx:
-        if not await tx.orders.add_plan(plan):
+    async with deps.uows.transaction() as uow:
+        if not await uow.orders.add_plan(plan):
             raise PlanVersionExists(f"{plan.code} version {plan.version}")
     return plan
 
 
 async def list_plans(deps: PaymentDeps) -> list[Plan]:
-    async with deps.uow.read() as tx:
-        return await tx.orders.plans()
+    async with deps.uows.transaction() as uow:
+        return await uow.orders.plans()
 
 
 # --- notifications ----------------------------------------------------------------------
@@ -182,49 +182,49 @@ async def apply_hint(deps: PaymentDeps, provider_payment_id: str) -> None:
     except GatewayRefused as error:
         log.warning("a notification names no gateway payment %s: %s", provider_payment_id, error)
         return
-    async with deps.uow.begin() as tx:
-        await reconcile_with(tx, remote)
+    async with deps.uows.transaction() as uow:
+        await reconcile_with(uow, remote)
 
 
-async def reconcile_with(tx: PaymentTransaction, remote: RemotePayment) -> None:
-    payment = await tx.payments.by_provider_id(remote.provider_payment_id, lock=True)
+async def reconcile_with(uow: UnitOfWork, remote: RemotePayment) -> None:
+    payment = await uow.payments.by_provider_id(remote.provider_payment_id, lock=True)
     if payment is None:  # the create reply was lost: the reference names our payment
         payment_id = _uuid_or_none(remote.reference)
-        payment = await tx.payments.get(payment_id, lock=True) if payment_id else None
+        payment = await uow.payments.get(payment_id, lock=True) if payment_id else None
     if payment is None:
         detail = f"reference {remote.reference}"
-        await tx.incidents.open("unknown_gateway_payment", remote.provider_payment_id, detail)
+        await uow.incidents.open("unknown_gateway_payment", remote.provider_payment_id, detail)
         return
-    await apply_remote(tx, payment, remote)
+    await apply_remote(uow, payment, remote)
 
 
 # --- read models ------------------------------------------------------------------------
 
 
 async def get_payment(deps: PaymentDeps, payment_id: str) -> Any:
-    async with deps.uow.read() as tx:
-        row = await tx.payments.row(_uuid(payment_id))
+    async with deps.uows.transaction() as uow:
+        row = await uow.payments.row(_uuid(payment_id))
     if row is None:
         raise NotFound(f"payment {payment_id}")
     return row
 
 
 async def get_payment_for_booking(deps: PaymentDeps, booking_id: str) -> Any:
-    async with deps.uow.read() as tx:
-        row = await tx.payments.row_for_booking(booking_id)
+    async with deps.uows.transaction() as uow:
+        row = await uow.payments.row_for_booking(booking_id)
     if row is None:
         raise NotFound(f"payment of booking {booking_id}")
     return row
 
 
 async def list_payments(deps: PaymentDeps, state: str) -> list[Any]:
-    async with deps.uow.read() as tx:
-        return await tx.payments.listed(state or None)
+    async with deps.uows.transaction() as uow:
+        return await uow.payments.listed(state or None)
 
 
 async def list_incidents(deps: PaymentDeps, state: str) -> list[Any]:
-    async with deps.uow.read() as tx:
-        return await tx.incidents.listed(state or None)
+    async with deps.uows.transaction() as uow:
+        return await uow.incidents.listed(state or None)
 
 
 def _uuid(value: str) -> uuid.UUID:

@@ -13,14 +13,13 @@ from dataclasses import dataclass
 from typing import Final
 
 from servicekit.timers import DueTimer
-from services.payment.service_layer.unit_of_work import PaymentTransaction
+from services.payment.service_layer.unit_of_work import UnitOfWork
 
 CREATE_AT_GATEWAY: Final = "payment.create_at_gateway"
 CANCEL_AT_GATEWAY: Final = "payment.cancel_at_gateway"
 REFUND_AT_GATEWAY: Final = "payment.refund_at_gateway"
 RECONCILE_PAYMENT: Final = "payment.reconcile"
 RECONCILE_SWEEP: Final = "payment.reconcile_sweep"
-SWEEP_ID: Final = "sweep"
 
 
 @dataclass(frozen=True)
@@ -35,32 +34,32 @@ class JobPolicy:
         return float(min(self.retry_max_s, self.retry_base_s * 2 ** max(0, tries - 1)))
 
 
-async def schedule_creation(tx: PaymentTransaction, payment_id: uuid.UUID, attempt: int) -> None:
-    await tx.schedule(CREATE_AT_GATEWAY, str(payment_id), {"attempt": attempt, "try": 1})
+async def schedule_creation(uow: UnitOfWork, payment_id: uuid.UUID, attempt: int) -> None:
+    await uow.schedule(CREATE_AT_GATEWAY, str(payment_id), {"attempt": attempt, "try": 1})
 
 
-async def schedule_cancellation(tx: PaymentTransaction, payment_id: uuid.UUID) -> None:
-    await tx.schedule(CANCEL_AT_GATEWAY, str(payment_id), {"state": "cancelled", "try": 1})
+async def schedule_cancellation(uow: UnitOfWork, payment_id: uuid.UUID) -> None:
+    await uow.schedule(CANCEL_AT_GATEWAY, str(payment_id), {"state": "cancelled", "try": 1})
 
 
-async def schedule_refund(tx: PaymentTransaction, payment_id: uuid.UUID) -> None:
-    await tx.schedule(REFUND_AT_GATEWAY, str(payment_id), {"state": "refund_pending", "try": 1})
+async def schedule_refund(uow: UnitOfWork, payment_id: uuid.UUID) -> None:
+    await uow.schedule(REFUND_AT_GATEWAY, str(payment_id), {"state": "refund_pending", "try": 1})
 
 
-async def schedule_reconciliation(tx: PaymentTransaction, payment_id: uuid.UUID) -> None:
-    if not await tx.jobs.has_pending(RECONCILE_PAYMENT, str(payment_id)):
-        await tx.schedule(RECONCILE_PAYMENT, str(payment_id), {})
+async def schedule_reconciliation(uow: UnitOfWork, payment_id: uuid.UUID) -> None:
+    if not await uow.jobs.has_pending(RECONCILE_PAYMENT, str(payment_id)):
+        await uow.schedule(RECONCILE_PAYMENT, str(payment_id), {})
 
 
 def tries_of(timer: DueTimer) -> int:
     return int(timer.expected.get("try", 1))
 
 
-async def retry_later(tx: PaymentTransaction, timer: DueTimer, policy: JobPolicy) -> bool:
+async def retry_later(uow: UnitOfWork, timer: DueTimer, policy: JobPolicy) -> bool:
     """Schedules the next try of the same job; False once the tries are used up."""
     tries = tries_of(timer)
     if tries >= policy.max_tries:
         return False
     expected = {**timer.expected, "try": tries + 1}
-    await tx.schedule(timer.kind, timer.aggregate_id, expected, policy.delay_after(tries))
+    await uow.schedule(timer.kind, timer.aggregate_id, expected, policy.delay_after(tries))
     return True

@@ -22,22 +22,23 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from servicekit.timers import DueTimer, OutboundJob, TimerHandler
+from servicekit.recurring import RecurringJob
+from servicekit.timers import DueTimer, OutboundJob
 from services.payment.adapters.card_gateway import GatewayRefused, GatewayUnavailable
 from services.payment.domain import payment_states as states
 from services.payment.domain.payment import Payment, RemotePayment
 from services.payment.service_layer import jobs
 from services.payment.service_layer.dependencies import PaymentDeps
 from services.payment.service_layer.transitions import apply_remote, move_payment
-from services.payment.service_layer.unit_of_work import PaymentTransaction
+from services.payment.service_layer.unit_of_work import UnitOfWork
 
 log = logging.getLogger(__name__)
 GatewayJob = Callable[[PaymentDeps, DueTimer], Awaitable[None]]
 
 
 async def create_at_gateway(deps: PaymentDeps, timer: DueTimer) -> None:
-    async with deps.uow.begin() as tx:
-        payment = await _unsent(tx, timer)
+    async with deps.uows.transaction() as uow:
+        payment = await _unsent(uow, timer)
     if payment is None:
         return
     try:
@@ -52,15 +53,15 @@ async def create_at_gateway(deps: PaymentDeps, timer: DueTimer) -> None:
         await _apply(deps, payment, remote)
 
 
-async def _unsent(tx: PaymentTransaction, timer: DueTimer) -> Payment | None:
+async def _unsent(uow: UnitOfWork, timer: DueTimer) -> Payment | None:
     """The payment this try must send; None when there is nothing (left) to send."""
-    payment = await tx.payments.get(uuid.UUID(timer.aggregate_id))
+    payment = await uow.payments.get(uuid.UUID(timer.aggregate_id))
     if payment is None or payment.provider_payment_id is not None:
         return None
     if payment.state == states.PENDING and payment.attempt == timer.expected.get("attempt"):
         return payment
     if jobs.tries_of(timer) > 1:  # an earlier try may have reached the gateway
-        await jobs.schedule_reconciliation(tx, payment.payment_id)
+        await jobs.schedule_reconciliation(uow, payment.payment_id)
     return None
 
 
@@ -99,26 +100,26 @@ async def refund_at_gateway(deps: PaymentDeps, timer: DueTimer) -> None:
 async def _refund_unconfirmed(
     deps: PaymentDeps, timer: DueTimer, payment: Payment, error: Exception
 ) -> None:
-    async with deps.uow.begin() as tx:
-        if not await jobs.retry_later(tx, timer, deps.policy):
+    async with deps.uows.transaction() as uow:
+        if not await jobs.retry_later(uow, timer, deps.policy):
             log.warning("refund of %s unconfirmed after retries: %s", payment.payment_id, error)
-            await _move(tx, payment, states.REFUND_FAILED)
+            await _move(uow, payment, states.REFUND_FAILED)
 
 
 async def _refund_refused(deps: PaymentDeps, payment: Payment, error: GatewayRefused) -> None:
     done = error.remote is not None and error.remote.state == "refunded"
-    async with deps.uow.begin() as tx:
+    async with deps.uows.transaction() as uow:
         if not done:
-            await tx.incidents.open("refund_refused", str(payment.payment_id), str(error))
-        await _move(tx, payment, states.REFUNDED if done else states.REFUND_FAILED)
+            await uow.incidents.open("refund_refused", str(payment.payment_id), str(error))
+        await _move(uow, payment, states.REFUNDED if done else states.REFUND_FAILED)
 
 
 async def reconcile_payment(deps: PaymentDeps, timer: DueTimer) -> None:
     """Asks the gateway for the truth about one payment whose notifications may be lost."""
-    async with deps.uow.begin() as tx:
-        payment = await tx.payments.get(uuid.UUID(timer.aggregate_id))
+    async with deps.uows.transaction() as uow:
+        payment = await uow.payments.get(uuid.UUID(timer.aggregate_id))
         if payment is not None:
-            await tx.payments.mark_reconciled(payment.payment_id)
+            await uow.payments.mark_reconciled(payment.payment_id)
     if payment is None:
         return
     try:
@@ -128,10 +129,10 @@ async def reconcile_payment(deps: PaymentDeps, timer: DueTimer) -> None:
     except GatewayRefused as error:
         log.warning("reconciling %s: %s; the next sweep tries again", payment.payment_id, error)
         return
-    async with deps.uow.begin() as tx:
-        locked = await tx.payments.get(payment.payment_id, lock=True)
+    async with deps.uows.transaction() as uow:
+        locked = await uow.payments.get(payment.payment_id, lock=True)
         if locked is not None:
-            await _reconcile(tx, locked, found)
+            await _reconcile(uow, locked, found)
 
 
 async def _remote_views(deps: PaymentDeps, payment: Payment) -> list[RemotePayment]:
@@ -140,87 +141,76 @@ async def _remote_views(deps: PaymentDeps, payment: Payment) -> list[RemotePayme
     return await deps.gateway.find_by_reference(payment.reference)
 
 
-async def _reconcile(tx: PaymentTransaction, payment: Payment, found: list[RemotePayment]) -> None:
+async def _reconcile(uow: UnitOfWork, payment: Payment, found: list[RemotePayment]) -> None:
     if len(found) > 1:
         detail = ", ".join(r.provider_payment_id for r in found)
-        await tx.incidents.open("second_remote_payment", str(payment.payment_id), detail)
+        await uow.incidents.open("second_remote_payment", str(payment.payment_id), detail)
     elif not found:
-        await _resume_creation(tx, payment)
+        await _resume_creation(uow, payment)
     else:
-        current = await apply_remote(tx, payment, found[0])
-        await _resume_refund(tx, current, found[0])
+        current = await apply_remote(uow, payment, found[0])
+        await _resume_refund(uow, current, found[0])
 
 
-async def _resume_creation(tx: PaymentTransaction, payment: Payment) -> None:
+async def _resume_creation(uow: UnitOfWork, payment: Payment) -> None:
     """The gateway never got the payment: send it again, under the same attempt's key."""
     unsent = payment.state == states.PENDING and payment.provider_payment_id is None
-    if unsent and not await tx.jobs.has_pending(jobs.CREATE_AT_GATEWAY, str(payment.payment_id)):
-        await jobs.schedule_creation(tx, payment.payment_id, payment.attempt)
+    if unsent and not await uow.jobs.has_pending(jobs.CREATE_AT_GATEWAY, str(payment.payment_id)):
+        await jobs.schedule_creation(uow, payment.payment_id, payment.attempt)
 
 
-async def _resume_refund(tx: PaymentTransaction, payment: Payment, remote: RemotePayment) -> None:
+async def _resume_refund(uow: UnitOfWork, payment: Payment, remote: RemotePayment) -> None:
     """A refund is owed and the money is still with us, but no job will ask for it (its
     job ended failed): ask again, under the payment's one refund key."""
     owed = payment.state == states.REFUND_PENDING and remote.state == states.PAID
-    if owed and not await tx.jobs.has_pending(jobs.REFUND_AT_GATEWAY, str(payment.payment_id)):
+    if owed and not await uow.jobs.has_pending(jobs.REFUND_AT_GATEWAY, str(payment.payment_id)):
         log.warning("payment %s: refund owed but not requested; requesting it", payment.payment_id)
-        await jobs.schedule_refund(tx, payment.payment_id)
+        await jobs.schedule_refund(uow, payment.payment_id)
 
 
-async def reconcile_sweep(deps: PaymentDeps, tx: PaymentTransaction, timer: DueTimer) -> None:
+async def reconcile_sweep(deps: PaymentDeps, uow: UnitOfWork) -> None:
     """Schedules a reconciliation for each payment left unsettled past the threshold."""
     unsettled = (states.PENDING, states.REFUND_PENDING, states.REFUND_FAILED)
-    for payment in await tx.payments.stale(unsettled, deps.policy.reconcile_after_s, 200):
-        await jobs.schedule_reconciliation(tx, payment.payment_id)
-    await tx.schedule(jobs.RECONCILE_SWEEP, jobs.SWEEP_ID, {}, deps.policy.reconcile_every_s)
-
-
-async def ensure_sweep_scheduled(deps: PaymentDeps) -> None:
-    """Every process start makes sure one sweep is scheduled; the sweep reschedules itself."""
-    async with deps.uow.begin() as tx:
-        await tx.orders.lock_organisation("__reconcile_sweep__")
-        if not await tx.jobs.has_pending(jobs.RECONCILE_SWEEP, jobs.SWEEP_ID):
-            await tx.schedule(
-                jobs.RECONCILE_SWEEP, jobs.SWEEP_ID, {}, deps.policy.reconcile_every_s
-            )
+    for payment in await uow.payments.stale(unsettled, deps.policy.reconcile_after_s, 200):
+        await jobs.schedule_reconciliation(uow, payment.payment_id)
 
 
 # --- the short transactions around a call ------------------------------------------------
 
 
 async def _payment_in(deps: PaymentDeps, timer: DueTimer, state: str) -> Payment | None:
-    async with deps.uow.begin() as tx:
-        payment = await tx.payments.get(uuid.UUID(timer.aggregate_id))
+    async with deps.uows.transaction() as uow:
+        payment = await uow.payments.get(uuid.UUID(timer.aggregate_id))
     return payment if payment is not None and payment.state == state else None
 
 
 async def _apply(deps: PaymentDeps, payment: Payment, remote: RemotePayment) -> None:
-    async with deps.uow.begin() as tx:
-        locked = await tx.payments.get(payment.payment_id, lock=True)
+    async with deps.uows.transaction() as uow:
+        locked = await uow.payments.get(payment.payment_id, lock=True)
         if locked is not None:
-            await apply_remote(tx, locked, remote)
+            await apply_remote(uow, locked, remote)
 
 
 async def _settle(deps: PaymentDeps, payment: Payment, target: str) -> None:
-    async with deps.uow.begin() as tx:
-        await _move(tx, payment, target)
+    async with deps.uows.transaction() as uow:
+        await _move(uow, payment, target)
 
 
-async def _move(tx: PaymentTransaction, payment: Payment, target: str) -> None:
-    locked = await tx.payments.get(payment.payment_id, lock=True)
+async def _move(uow: UnitOfWork, payment: Payment, target: str) -> None:
+    locked = await uow.payments.get(payment.payment_id, lock=True)
     if locked is not None:
-        await move_payment(tx, locked, target)
+        await move_payment(uow, locked, target)
 
 
 async def _retry_or_report(deps: PaymentDeps, timer: DueTimer, kind: str, error: Exception) -> None:
-    async with deps.uow.begin() as tx:
-        if not await jobs.retry_later(tx, timer, deps.policy):
-            await tx.incidents.open(kind, timer.aggregate_id, f"no answer after retries: {error}")
+    async with deps.uows.transaction() as uow:
+        if not await jobs.retry_later(uow, timer, deps.policy):
+            await uow.incidents.open(kind, timer.aggregate_id, f"no answer after retries: {error}")
 
 
 async def _report(deps: PaymentDeps, kind: str, subject_id: str, detail: str) -> None:
-    async with deps.uow.begin() as tx:
-        await tx.incidents.open(kind, subject_id, detail)
+    async with deps.uows.transaction() as uow:
+        await uow.incidents.open(kind, subject_id, detail)
 
 
 # --- in the shapes servicekit's TimerRunner calls ------------------------------------------
@@ -245,10 +235,10 @@ def outbound_jobs(deps: PaymentDeps) -> dict[str, OutboundJob]:
     return {kind: bound(job) for kind, job in GATEWAY_JOBS.items()}
 
 
-def timer_handlers(deps: PaymentDeps) -> dict[str, TimerHandler]:
-    """The jobs that only touch the database, run in the runner's transaction."""
+def recurring_jobs(deps: PaymentDeps) -> list[RecurringJob]:
+    """The reconciliation sweep: it only touches the database, and runs every interval."""
 
-    async def sweep(session: AsyncSession, timer: DueTimer) -> None:
-        await reconcile_sweep(deps, deps.uow.within(session), timer)
+    async def sweep(session: AsyncSession) -> None:
+        await reconcile_sweep(deps, deps.uows.joining(session))
 
-    return {jobs.RECONCILE_SWEEP: sweep}
+    return [RecurringJob(jobs.RECONCILE_SWEEP, deps.policy.reconcile_every_s, sweep)]
