@@ -51,6 +51,14 @@ def integer(name: str, default: int | None = None, minimum: int = 0) -> int:
     return value
 
 
+def database_url(name: str) -> str:
+    """A service's database URL: SQLAlchemy's psycopg dialect, which runs async and sync."""
+    url = required(name)
+    if not url.startswith("postgresql+psycopg://"):
+        raise SettingError(name, "must be a postgresql+psycopg:// URL")
+    return url
+
+
 def secret_list(name: str) -> list[str]:
     """A comma-separated list of secrets (several during a rotation)."""
     values = [part.strip() for part in required(name).split(",") if part.strip()]

@@ -22,7 +22,7 @@ class Settings:
     @classmethod
     def from_env(cls) -> Settings:
         return cls(
-            database_url=_database_url(),
+            database_url=config.database_url("BOOKING_DATABASE_URL"),
             kafka_bootstrap=config.required("KAFKA_BOOTSTRAP"),
             grpc_address=config.optional("BOOKING_GRPC_ADDRESS", "127.0.0.1:50051"),
             topic_prefix=config.optional("TOPIC_PREFIX", ""),
@@ -34,13 +34,6 @@ class Settings:
 
     def topic(self, name: str) -> str:
         return f"{self.topic_prefix}{name}"
-
-
-def _database_url() -> str:
-    url = config.required("BOOKING_DATABASE_URL")
-    if not url.startswith("postgresql+psycopg://"):
-        raise SettingError("BOOKING_DATABASE_URL", "must be a postgresql+psycopg:// URL")
-    return url
 
 
 def _secret() -> bytes:

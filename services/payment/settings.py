@@ -28,7 +28,7 @@ class Settings:
     @classmethod
     def from_env(cls) -> Settings:
         return cls(
-            database_url=_database_url(),
+            database_url=config.database_url("PAYMENT_DATABASE_URL"),
             kafka_bootstrap=config.required("KAFKA_BOOTSTRAP"),
             card_gateway_url=_http_url("CARD_GATEWAY_URL", config.required("CARD_GATEWAY_URL")),
             card_gateway_api_key=config.required("CARD_GATEWAY_API_KEY"),
@@ -55,13 +55,6 @@ class Settings:
     @property
     def consumer_group(self) -> str:
         return f"{self.topic_prefix}payment"
-
-
-def _database_url() -> str:
-    url = config.required("PAYMENT_DATABASE_URL")
-    if not url.startswith("postgresql+psycopg://"):
-        raise SettingError("PAYMENT_DATABASE_URL", "must be a postgresql+psycopg:// URL")
-    return url
 
 
 def _http_url(name: str, value: str) -> str:
