@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 from services.payment.domain.errors import InvalidSignature
 
+MAX_BODY = 64 * 1024  # bytes: a gateway's notification is a few hundred
+
 
 @dataclass(frozen=True)
 class NotificationHint:
