@@ -81,7 +81,8 @@ async def _topic_prefix() -> str:
 
 async def _create_slots(stub: BookingServiceAsyncStub) -> list[str]:
     space = await stub.CreateSpace(pb.CreateSpaceRequest(name="bench", timezone="UTC"))
-    start = datetime(2028, 1, 1, tzinfo=UTC)
+    # Slots are sold only before they start.
+    start = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) + timedelta(days=7)
     slot_ids: list[str] = []
     for first in range(0, SLOTS, 2000):
         new = [

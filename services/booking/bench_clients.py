@@ -21,13 +21,14 @@ if TYPE_CHECKING:  # the async stub exists only in the type stubs
     from liftfit.booking.v1.booking_pb2_grpc import BookingServiceAsyncStub
 
 CLIENTS = 32
+BENCH_ORG = str(uuid.uuid4())  # one organisation books every slot
 
 
 async def _client(stub: BookingServiceAsyncStub, slots: list[str], deadline: float) -> list[float]:
     latencies = []
     while slots and time.perf_counter() < deadline:
         request = pb.CheckoutRequest(
-            org_id="bench-org",
+            org_id=BENCH_ORG,
             user="bench",
             idempotency_key=uuid.uuid4().hex,
             slot_id=slots.pop(),

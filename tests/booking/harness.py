@@ -52,7 +52,9 @@ class BookingHarness:
     producer: AIOKafkaProducer
     start_at: datetime = field(
         default_factory=lambda: (
-            datetime(2027, 1, 4, 6, tzinfo=UTC) + timedelta(days=uuid.uuid4().int % 300)
+            # Slots are sold only before they start: always some weeks ahead of now.
+            datetime.now(UTC).replace(hour=6, minute=0, second=0, microsecond=0)
+            + timedelta(days=30 + uuid.uuid4().int % 300)
         )
     )
     stopped: bool = False
@@ -66,13 +68,16 @@ class BookingHarness:
         await self.producer.stop()
         await self.app.stop()
 
-    async def space_with_slots(self, count: int, amount: int = 45000) -> list[pb.Slot]:
-        """A fresh space with `count` consecutive hour-long slots."""
+    async def space_with_slots(
+        self, count: int, amount: int = 45000, start_at: datetime | None = None
+    ) -> list[pb.Slot]:
+        """A fresh space with `count` consecutive hour-long slots, from `start_at` if given."""
+        first = start_at or self.start_at
         space = await self.stub.CreateSpace(pb.CreateSpaceRequest(name=new_id(), timezone="UTC"))
         new_slots = [
             pb.NewSlot(
-                starts_at=timestamp(self.start_at + timedelta(hours=i)),
-                ends_at=timestamp(self.start_at + timedelta(hours=i + 1)),
+                starts_at=timestamp(first + timedelta(hours=i)),
+                ends_at=timestamp(first + timedelta(hours=i + 1)),
                 price=ev.Money(amount=amount, currency="CZK"),
             )
             for i in range(count)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
 
 import grpc
 from liftfit.booking.v1 import booking_pb2 as pb
@@ -99,9 +100,11 @@ async def test_the_idempotency_key_is_stored_only_as_a_keyed_hash(booking: Booki
     assert len(hashes) == 1 and key.encode() not in hashes[0] and len(hashes[0]) == 32
 
 
-async def test_an_unknown_slot_is_not_found(booking: BookingHarness) -> None:
+async def test_an_unknown_slot_is_not_found_and_a_malformed_id_is_a_validation_error(
+    booking: BookingHarness,
+) -> None:
     assert await reason_of_call(booking.checkout(new_id(), new_id())) == "not_found"
-    assert await reason_of_call(booking.checkout("not-a-uuid", new_id())) == "not_found"
+    assert await reason_of_call(booking.checkout("not-a-uuid", new_id())) == "validation_error"
 
 
 async def test_changing_a_slots_price_after_checkout_leaves_the_booking_price_alone(
@@ -118,3 +121,15 @@ async def test_changing_a_slots_price_after_checkout_leaves_the_booking_price_al
     assert found.terms_version == "2026-11"
     [requested] = await booking.published(ev.PaymentRequested)
     assert (requested.price.amount, requested.price.currency) == (45000, "CZK")
+
+
+async def test_a_slot_that_has_started_is_not_sold(booking: BookingHarness) -> None:
+    started = datetime.now(UTC) - timedelta(minutes=1)
+    [slot] = await booking.space_with_slots(1, start_at=started)
+    assert await reason_of_call(booking.checkout(slot.slot_id, new_id())) == "slot_unavailable"
+    assert (
+        await reason_of_call(booking.checkout(slot.slot_id, new_id(), payment_mode="pass"))
+        == "slot_unavailable"
+    )
+    assert (await booking.slot(slot)).state == "available"
+    assert await _live_bookings_on(booking, slot.slot_id) == 0

@@ -85,7 +85,8 @@ class BookingModel(RuleBasedStateMachine):
 
     async def _new_slots(self, uow: UnitOfWork) -> list[str]:
         space = await operations.create_space(uow, _space())
-        start = datetime(2027, 3, 1, tzinfo=UTC) + timedelta(days=uuid.uuid4().int % 1000)
+        today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+        start = today + timedelta(days=30 + uuid.uuid4().int % 1000)
         new = [
             NewSlot(
                 TimeRange(start + timedelta(hours=i), start + timedelta(hours=i + 1)),

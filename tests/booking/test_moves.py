@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import grpc
@@ -235,3 +236,21 @@ async def test_opposite_moves_each_holding_one_slot_wait_in_slot_order_instead_o
     outcomes = await asyncio.gather(move(a, second.slot_id), move(b, first.slot_id))
     assert list(outcomes) == ["slot_unavailable", "slot_unavailable"]
     await _assert_one_live_booking_per_booked_slot(booking, 2)
+
+
+async def test_a_booking_is_not_moved_into_a_slot_that_has_started(
+    booking: BookingHarness,
+) -> None:
+    [future] = await booking.space_with_slots(1)
+    started = datetime.now(UTC) - timedelta(minutes=1)
+    [begun] = await booking.space_with_slots(1, start_at=started)
+    org = new_id()
+    confirmed = await _confirmed_booking(booking, future, org)
+
+    refused = booking.reschedule(org, confirmed.booking_id, begun.slot_id)
+
+    assert await reason_of_call(refused) == "slot_unavailable"
+    found = await booking.booking(org, confirmed.booking_id)
+    assert (found.state, found.slot.slot_id) == ("confirmed", future.slot_id)
+    assert (await booking.slot(begun)).state == "available"
+    assert (await booking.slot(future)).state == "booked"

@@ -115,15 +115,15 @@ class Harness:
         self, amount: int = 45000, currency: str = "CZK", booking_id: str = ""
     ) -> str:
         """A card checkout at the booking service; returns the booking id."""
-        booking_id = booking_id or f"bk-{uuid.uuid4()}"
+        booking_id = booking_id or str(uuid.uuid4())
         hold = timestamp_pb2.Timestamp()
         hold.FromDatetime(datetime.now(UTC) + timedelta(minutes=15))
         event = booking.PaymentRequested(
             booking_id=booking_id,
-            org_id=f"org-{uuid.uuid4()}",
+            org_id=str(uuid.uuid4()),
             user="anna",
             price=booking.Money(amount=amount, currency=currency),
-            slot_id=f"slot-{uuid.uuid4()}",
+            slot_id=str(uuid.uuid4()),
             hold_expires_at=hold,
         )
         await self.publish(event, booking_id)

@@ -56,7 +56,7 @@ def _metadata(error: grpc.aio.AioRpcError) -> dict[str, str]:
 
 async def test_the_same_key_three_times_gives_one_order_and_one_amount(harness: Harness) -> None:
     code = await _plan(harness, "subscription")
-    org = f"org-{uuid.uuid4()}"
+    org = str(uuid.uuid4())
 
     replies = [await _order(harness, org, "checkout-team-2026-01", code) for _ in range(3)]
 
@@ -71,7 +71,7 @@ async def test_the_same_key_with_another_plan_version_is_a_conflict_and_changes_
 ) -> None:
     code = await _plan(harness, "subscription", version=1, amount=99000)
     await _add_version(harness, code, "subscription", 2, 120000)
-    org = f"org-{uuid.uuid4()}"
+    org = str(uuid.uuid4())
     original = await _order(harness, org, "checkout-team", code, version=1)
 
     conflict = await _refused(harness, org, "checkout-team", code, version=2)
@@ -87,7 +87,7 @@ async def test_key_order_and_case_of_the_plan_code_do_not_change_the_intent(
     harness: Harness,
 ) -> None:
     code = await _plan(harness, "pass")
-    org = f"org-{uuid.uuid4()}"
+    org = str(uuid.uuid4())
     first = await _order(harness, org, "k1", code)
 
     again = await _order(harness, org, "k1", f"  {code.upper()} ")
@@ -99,7 +99,7 @@ async def test_a_new_key_for_a_deliberate_second_pass_purchase_is_a_new_order(
     harness: Harness,
 ) -> None:
     code = await _plan(harness, "pass")
-    org = f"org-{uuid.uuid4()}"
+    org = str(uuid.uuid4())
 
     first = await _order(harness, org, "pass-1", code)
     second = await _order(harness, org, "pass-2", code)
@@ -111,15 +111,15 @@ async def test_a_new_key_for_a_deliberate_second_pass_purchase_is_a_new_order(
 async def test_the_same_key_in_another_organisation_is_an_unrelated_order(harness: Harness) -> None:
     code = await _plan(harness, "pass")
 
-    north = await _order(harness, f"org-{uuid.uuid4()}", "same-key", code)
-    south = await _order(harness, f"org-{uuid.uuid4()}", "same-key", code)
+    north = await _order(harness, str(uuid.uuid4()), "same-key", code)
+    south = await _order(harness, str(uuid.uuid4()), "same-key", code)
 
     assert north.order.order_id != south.order.order_id
 
 
 async def test_a_second_subscription_while_one_is_open_is_order_exists(harness: Harness) -> None:
     code = await _plan(harness, "subscription")
-    org = f"org-{uuid.uuid4()}"
+    org = str(uuid.uuid4())
     open_order = await _order(harness, org, "team-1", code)
 
     exists = await _refused(harness, org, "team-2", code)
@@ -133,7 +133,7 @@ async def test_a_second_subscription_while_one_is_open_is_order_exists(harness: 
 
 async def test_an_active_paid_period_also_blocks_a_second_subscription(harness: Harness) -> None:
     code = await _plan(harness, "subscription")
-    org = f"org-{uuid.uuid4()}"
+    org = str(uuid.uuid4())
     order = await _order(harness, org, "team-1", code)
     payment = await _order_payment_with_checkout(harness, org, order.order.order_id)
     await harness.settle(payment.provider_payment_id)
@@ -146,7 +146,7 @@ async def test_an_active_paid_period_also_blocks_a_second_subscription(harness: 
 
 async def test_an_expired_subscription_order_lets_a_new_key_start_again(harness: Harness) -> None:
     code = await _plan(harness, "subscription")
-    org = f"org-{uuid.uuid4()}"
+    org = str(uuid.uuid4())
     first = await _order(harness, org, "team-1", code)
     payment = await _order_payment_with_checkout(harness, org, first.order.order_id)
     await harness.gateway.post(f"/_sandbox/payments/{payment.provider_payment_id}/expire")
@@ -161,7 +161,7 @@ async def test_concurrent_replays_of_one_key_are_serialised_into_one_order(
     harness: Harness,
 ) -> None:
     code = await _plan(harness, "subscription")
-    org = f"org-{uuid.uuid4()}"
+    org = str(uuid.uuid4())
 
     replies = await asyncio.gather(*(_order(harness, org, "racing", code) for _ in range(10)))
 
@@ -171,7 +171,7 @@ async def test_concurrent_replays_of_one_key_are_serialised_into_one_order(
 
 async def test_a_paid_pass_order_announces_its_entries_once(harness: Harness) -> None:
     code = await _plan(harness, "pass")
-    org = f"org-{uuid.uuid4()}"
+    org = str(uuid.uuid4())
     order = await _order(harness, org, "pass-1", code)
     payment = await _order_payment_with_checkout(harness, org, order.order.order_id)
     await harness.faults(duplicate_notifications=4)
@@ -188,7 +188,7 @@ async def test_a_paid_pass_order_announces_its_entries_once(harness: Harness) ->
 async def test_an_unknown_plan_or_a_rewritten_plan_version_is_refused(harness: Harness) -> None:
     code = await _plan(harness, "pass")
 
-    unknown = await _refused(harness, f"org-{uuid.uuid4()}", "k", code, version=7)
+    unknown = await _refused(harness, str(uuid.uuid4()), "k", code, version=7)
     with pytest.raises(grpc.aio.AioRpcError) as rewritten:
         await _add_version(harness, code, "pass", 1, 1)
 

@@ -74,7 +74,7 @@ class World:
     """One example: the booking as the booking service sees it, and what we observed."""
 
     service: Service
-    booking_id: str = field(default_factory=lambda: f"bk-{uuid.uuid4()}")
+    booking_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     booking_state: str = "pending"
     confirmations: int = 0
     history: list[str] = field(default_factory=list)
@@ -260,7 +260,7 @@ async def test_payment_invariants_hold_over_any_interleaving(
     world = World(service)
     request = booking.PaymentRequested(
         booking_id=world.booking_id,
-        org_id=f"org-{uuid.uuid4()}",
+        org_id=str(uuid.uuid4()),
         price=booking.Money(amount=AMOUNT, currency="CZK"),
     )
     await _in_tx(world, event_handlers.open_booking_payment, request)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
+from servicekit import validation
 from services.booking.domain.model import (
     Booking,
     BookingState,
@@ -18,10 +18,15 @@ from services.booking.domain.model import (
 
 
 def is_uuid(value: str) -> bool:
-    """Ids are opaque to callers; a malformed one simply names nothing."""
+    """Ids are opaque to callers; a malformed one simply names nothing.
+
+    Only the canonical form counts: PostgreSQL refuses some that Python's parser accepts
+    (`urn:uuid:...`, an underscore between digits), and an id from an event is not checked
+    at the gRPC edge.
+    """
     try:
-        uuid.UUID(value)
-    except ValueError:
+        validation.canonical_uuid("id", value)
+    except validation.InvalidField:
         return False
     return True
 

@@ -1,27 +1,46 @@
-"""Commands: what a caller asks the booking service to do, validated before any I/O."""
+"""Commands: what a caller asks the booking service to do, validated before any I/O.
+
+Every field is checked here, once, with servicekit's validation rules: ids are canonical
+UUIDs, users and names bounded printable text, keys 1-128 characters of A-Z a-z 0-9 . _ : -,
+prices positive ISO 4217 money, slots at most a day long within the calendar range.
+"""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+from datetime import timedelta
 
-from services.booking.domain.errors import InvalidRequest
+from servicekit import validation
+from services.booking.domain.errors import invalid_fields_refused
 from services.booking.domain.idempotency import fingerprint
 from services.booking.domain.model import Money, PaymentMode, TimeRange
 
-_KEY = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 MAX_PARTY_SIZE = 4
+LONGEST_SLOT = timedelta(hours=24)
+MAX_SLOTS_PER_REQUEST = 2000
 
 
-def _require_key(key: str) -> None:
-    if not _KEY.match(key):
-        raise InvalidRequest("idempotency_key must be 1-128 characters of A-Z a-z 0-9 . _ : -")
+def identifier(field: str, value: str) -> str:
+    """An id a caller names: a canonical UUID, or InvalidRequest."""
+    with invalid_fields_refused():
+        return validation.canonical_uuid(field, value)
 
 
-def _require(**fields: str) -> None:
-    for name, value in fields.items():
-        if not value:
-            raise InvalidRequest(f"{name} is required")
+def price(amount: int, currency: str) -> Money:
+    """A price a caller sets: positive minor units up to MAX_AMOUNT, an ISO 4217 currency."""
+    with invalid_fields_refused():
+        return Money(
+            validation.amount("price.amount", amount),
+            validation.currency("price.currency", currency),
+        )
+
+
+def _customer(org_id: str, user: str, key: str) -> None:
+    """The fields every customer command carries, checked in the order a caller reads them."""
+    with invalid_fields_refused():
+        validation.canonical_uuid("org_id", org_id)
+        validation.text("user", user)
+        validation.idempotency_key("idempotency_key", key)
 
 
 @dataclass(frozen=True)
@@ -37,12 +56,11 @@ class Checkout:
     def of(
         cls, org_id: str, user: str, key: str, slot_id: str, party_size: int, payment_mode: str
     ) -> Checkout:
-        _require(org_id=org_id, user=user, slot_id=slot_id)
-        _require_key(key)
-        if not 1 <= party_size <= MAX_PARTY_SIZE:
-            raise InvalidRequest(f"party_size must be 1 to {MAX_PARTY_SIZE}")
-        if payment_mode not in PaymentMode.__members__.values():
-            raise InvalidRequest("payment_mode must be card or pass")
+        _customer(org_id, user, key)
+        with invalid_fields_refused():
+            validation.canonical_uuid("slot_id", slot_id)
+            validation.integer("party_size", party_size, 1, MAX_PARTY_SIZE)
+            validation.one_of("payment_mode", payment_mode, PaymentMode.__members__.values())
         return cls(org_id, user, key, slot_id, party_size, PaymentMode(payment_mode))
 
     def fingerprint(self) -> bytes:
@@ -57,8 +75,8 @@ class CancelBooking:
     booking_id: str
 
     def __post_init__(self) -> None:
-        _require(org_id=self.org_id, booking_id=self.booking_id)
-        _require_key(self.idempotency_key)
+        _customer(self.org_id, self.user, self.idempotency_key)
+        identifier("booking_id", self.booking_id)
 
     def fingerprint(self) -> bytes:
         return fingerprint(self.booking_id, self.org_id, self.user)
@@ -73,8 +91,9 @@ class RescheduleBooking:
     new_slot_id: str
 
     def __post_init__(self) -> None:
-        _require(org_id=self.org_id, booking_id=self.booking_id, new_slot_id=self.new_slot_id)
-        _require_key(self.idempotency_key)
+        _customer(self.org_id, self.user, self.idempotency_key)
+        identifier("booking_id", self.booking_id)
+        identifier("new_slot_id", self.new_slot_id)
 
     def fingerprint(self) -> bytes:
         return fingerprint(self.booking_id, self.new_slot_id, self.org_id, self.user)
@@ -86,10 +105,28 @@ class CreateSpace:
     timezone: str
 
     def __post_init__(self) -> None:
-        _require(name=self.name, timezone=self.timezone)
+        with invalid_fields_refused():
+            validation.text("name", self.name)
+            validation.time_zone("timezone", self.timezone)
 
 
 @dataclass(frozen=True)
 class NewSlot:
+    """A slot an operator offers: at most LONGEST_SLOT long, within the calendar range."""
+
     during: TimeRange
     price: Money
+
+    def __post_init__(self) -> None:
+        with invalid_fields_refused():
+            validation.calendar_time("starts_at", self.during.starts_at)
+            validation.calendar_time("ends_at", self.during.ends_at)
+            validation.time_range(
+                "slot", self.during.starts_at, self.during.ends_at, longest=LONGEST_SLOT
+            )
+        price(self.price.amount, self.price.currency)
+
+
+def slot_count(count: int) -> int:
+    with invalid_fields_refused():
+        return validation.integer("slots", count, 1, MAX_SLOTS_PER_REQUEST)

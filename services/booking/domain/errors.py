@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import ClassVar
+
+from servicekit.validation import InvalidField
 
 
 class DomainError(Exception):
@@ -36,4 +40,19 @@ class NotFound(DomainError):
 
 
 class InvalidRequest(DomainError):
+    """A malformed request; `field` names the bad field when one is to blame."""
+
     reason = "validation_error"
+
+    def __init__(self, message: str, field: str = "") -> None:
+        super().__init__(f"{field}: {message}" if field else message)
+        self.field = field
+
+
+@contextmanager
+def invalid_fields_refused() -> Iterator[None]:
+    """Turns servicekit's `InvalidField` into this service's `InvalidRequest`."""
+    try:
+        yield
+    except InvalidField as error:
+        raise InvalidRequest(error.problem, error.field) from None

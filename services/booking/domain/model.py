@@ -53,8 +53,9 @@ class Money:
     currency: str  # ISO 4217
 
     def __post_init__(self) -> None:
+        # The last guard; callers' prices are checked in full by commands.price.
         if self.amount < 0 or len(self.currency) != 3 or not self.currency.isupper():
-            raise InvalidRequest(f"invalid price {self.amount} {self.currency!r}")
+            raise InvalidRequest("a price needs an amount of at least 0 and an ISO 4217 code")
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,13 @@ class Slot:
     def require_available(self) -> None:
         if self.state is not SlotState.AVAILABLE:
             raise SlotUnavailable(f"slot {self.slot_id} is {self.state}")
+
+    def require_bookable_at(self, now: datetime) -> None:
+        """Available and not yet begun: a slot that has started is neither sold nor moved
+        into, so it is unavailable, as a held or booked one is (not a malformed request)."""
+        if now >= self.during.starts_at:
+            raise SlotUnavailable(f"slot {self.slot_id} has already started")
+        self.require_available()
 
     def hold_for(self, booking_id: str) -> None:
         self.require_available()

@@ -16,7 +16,13 @@ from liftfit.booking.v1 import booking_pb2_grpc
 
 from servicekit.grpc_server import abort_with_reason
 from services.booking.domain import errors
-from services.booking.domain.commands import CancelBooking, Checkout, CreateSpace, RescheduleBooking
+from services.booking.domain.commands import (
+    CancelBooking,
+    Checkout,
+    CreateSpace,
+    RescheduleBooking,
+    identifier,
+)
 from services.booking.entrypoints import protobuf as pbx
 from services.booking.service_layer import handlers, operations
 from services.booking.service_layer.unit_of_work import UnitOfWorkFactory
@@ -42,6 +48,13 @@ def domain_errors_as_status(method: Method[Request, Reply]) -> Method[Request, R
     async def mapped(self: Any, request: Request, context: Context) -> Reply:
         try:
             return await method(self, request, context)
+        except errors.InvalidRequest as error:
+            # The field goes back too, so the gateway can name it in its problem details.
+            named = {"field": error.field} if error.field else {}
+            await abort_with_reason(
+                context, grpc.StatusCode.INVALID_ARGUMENT, error.reason, str(error), metadata=named
+            )
+            raise AssertionError("abort always raises") from error
         except errors.DomainError as error:
             status = STATUS_OF.get(type(error), grpc.StatusCode.FAILED_PRECONDITION)
             await abort_with_reason(context, status, error.reason, str(error))
@@ -93,26 +106,30 @@ class BookingServicer(booking_pb2_grpc.BookingServiceServicer):
 
     @domain_errors_as_status
     async def GetBooking(self, request: pb.GetBookingRequest, context: Context) -> pb.Booking:
+        org_id = identifier("org_id", request.org_id)
+        booking_id = identifier("booking_id", request.booking_id)
         async with self._uows.transaction() as uow:
-            booking = await uow.bookings.get_in_org(request.org_id, request.booking_id)
+            booking = await uow.bookings.get_in_org(org_id, booking_id)
             return pbx.booking_message(booking)
 
     @domain_errors_as_status
     async def ListBookings(
         self, request: pb.ListBookingsRequest, context: Context
     ) -> pb.ListBookingsResponse:
+        org_id = identifier("org_id", request.org_id)
         async with self._uows.transaction() as uow:
-            found = await uow.bookings.of_org(request.org_id)
+            found = await uow.bookings.of_org(org_id)
             return pb.ListBookingsResponse(bookings=[pbx.booking_message(b) for b in found])
 
     @domain_errors_as_status
     async def GetPassBalance(
         self, request: pb.GetPassBalanceRequest, context: Context
     ) -> pb.PassBalance:
+        org_id = identifier("org_id", request.org_id)
         async with self._uows.transaction() as uow:
-            balance = await uow.passes.balance(request.org_id)
-            ledger = await uow.passes.ledger(request.org_id)
-            return pbx.pass_balance_message(request.org_id, balance, ledger)
+            balance = await uow.passes.balance(org_id)
+            ledger = await uow.passes.ledger(org_id)
+            return pbx.pass_balance_message(org_id, balance, ledger)
 
     @domain_errors_as_status
     async def ListSpaces(
@@ -126,10 +143,9 @@ class BookingServicer(booking_pb2_grpc.BookingServiceServicer):
     async def ListSlots(
         self, request: pb.ListSlotsRequest, context: Context
     ) -> pb.ListSlotsResponse:
-        since = pbx.optional_moment(request, "from")
-        until = pbx.optional_moment(request, "to")
+        query = pbx.slot_query(request)
         async with self._uows.transaction() as uow:
-            found = await uow.slots.in_space(request.space_id, since, until)
+            found = await uow.slots.in_space(query.space_id, query.since, query.until)
             return pb.ListSlotsResponse(slots=[pbx.slot_message(s) for s in found])
 
     @domain_errors_as_status
@@ -142,21 +158,23 @@ class BookingServicer(booking_pb2_grpc.BookingServiceServicer):
     async def CreateSlots(
         self, request: pb.CreateSlotsRequest, context: Context
     ) -> pb.CreateSlotsResponse:
-        new_slots = [pbx.new_slot_of(slot) for slot in request.slots]
+        space_id, new_slots = pbx.new_slots_of(request)
         async with self._uows.transaction() as uow:
-            created = await operations.create_slots(uow, request.space_id, new_slots)
+            created = await operations.create_slots(uow, space_id, new_slots)
             return pb.CreateSlotsResponse(slots=[pbx.slot_message(s) for s in created])
 
     @domain_errors_as_status
     async def CloseSlot(self, request: pb.CloseSlotRequest, context: Context) -> pb.Slot:
+        slot_id = identifier("slot_id", request.slot_id)
         async with self._uows.transaction() as uow:
-            return pbx.slot_message(await operations.close_slot(uow, request.slot_id))
+            return pbx.slot_message(await operations.close_slot(uow, slot_id))
 
     @domain_errors_as_status
     async def SetSlotPrice(self, request: pb.SetSlotPriceRequest, context: Context) -> pb.Slot:
+        slot_id = identifier("slot_id", request.slot_id)
         price = pbx.price_of(request.price)
         async with self._uows.transaction() as uow:
-            return pbx.slot_message(await operations.set_slot_price(uow, request.slot_id, price))
+            return pbx.slot_message(await operations.set_slot_price(uow, slot_id, price))
 
 
 def registration(servicer: BookingServicer) -> Callable[[grpc.aio.Server], None]:

@@ -2,39 +2,62 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Literal
+from dataclasses import dataclass
+from datetime import datetime
 
 from google.protobuf.timestamp_pb2 import Timestamp
 from liftfit.booking.v1 import booking_pb2 as pb
 from liftfit.booking.v1 import events_pb2 as ev
 
+from servicekit import validation
 from services.booking.adapters.catalogue import Space
 from services.booking.adapters.passes import LedgerLine
-from services.booking.domain.commands import NewSlot
-from services.booking.domain.errors import InvalidRequest
+from services.booking.domain.commands import LONGEST_SLOT, NewSlot, identifier, price, slot_count
+from services.booking.domain.errors import InvalidRequest, invalid_fields_refused
 from services.booking.domain.model import Booking, Money, Slot, TimeRange
 from services.booking.service_layer.handlers import BookingOutcome
 from services.booking.service_layer.messages import money, timestamp, window
 
 
-def moment(stamp: Timestamp) -> datetime:
-    return stamp.ToDatetime(tzinfo=UTC)
+@dataclass(frozen=True)
+class SlotQuery:
+    space_id: str
+    since: datetime | None
+    until: datetime | None
 
 
-def optional_moment(message: pb.ListSlotsRequest, field: Literal["from", "to"]) -> datetime | None:
-    return moment(getattr(message, field)) if message.HasField(field) else None
+def moment(field: str, stamp: Timestamp) -> datetime:
+    """A caller's time, checked for range before protobuf converts it (which may raise)."""
+    with invalid_fields_refused():
+        return validation.moment(field, stamp)
+
+
+def slot_query(message: pb.ListSlotsRequest) -> SlotQuery:
+    space_id = identifier("space_id", message.space_id)
+    since = moment("from", getattr(message, "from")) if message.HasField("from") else None
+    until = moment("to", message.to) if message.HasField("to") else None
+    if since is not None and until is not None and until < since:
+        raise InvalidRequest("must not be before from", "to")
+    return SlotQuery(space_id, since, until)
 
 
 def price_of(value: ev.Money) -> Money:
-    return Money(value.amount, value.currency)
+    return price(value.amount, value.currency)
+
+
+def new_slots_of(message: pb.CreateSlotsRequest) -> tuple[str, list[NewSlot]]:
+    space_id = identifier("space_id", message.space_id)
+    slot_count(len(message.slots))
+    return space_id, [new_slot_of(slot) for slot in message.slots]
 
 
 def new_slot_of(message: pb.NewSlot) -> NewSlot:
     if not (message.HasField("starts_at") and message.HasField("ends_at")):
-        raise InvalidRequest("a slot needs starts_at and ends_at")
-    during = TimeRange(moment(message.starts_at), moment(message.ends_at))
-    return NewSlot(during, price_of(message.price))
+        raise InvalidRequest("a slot needs starts_at and ends_at", "slots")
+    starts_at, ends_at = moment("starts_at", message.starts_at), moment("ends_at", message.ends_at)
+    with invalid_fields_refused():
+        validation.time_range("slot", starts_at, ends_at, longest=LONGEST_SLOT)
+    return NewSlot(TimeRange(starts_at, ends_at), price_of(message.price))
 
 
 def space_message(space: Space) -> pb.Space:

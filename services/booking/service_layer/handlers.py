@@ -35,7 +35,7 @@ async def checkout(uow: UnitOfWork, command: Checkout) -> BookingOutcome:
     if not attempt.is_new:
         return await _replay(uow, command.org_id, attempt, fingerprint)
     slot = await uow.slots.lock(command.slot_id)
-    slot.require_available()
+    slot.require_bookable_at(datetime.now(UTC))
     booking = _open_booking(uow, command, slot, attempt.booking_id)
     if command.payment_mode is PaymentMode.PASS:
         await _redeem_pass(uow, booking, slot)
@@ -124,6 +124,7 @@ async def reschedule_booking(uow: UnitOfWork, command: RescheduleBooking) -> Boo
     old_slot_id, old_window = booking.slot_id, booking.window
     slots = await uow.slots.lock_in_order([old_slot_id, command.new_slot_id])
     new_slot = slots[command.new_slot_id]
+    new_slot.require_bookable_at(datetime.now(UTC))
     new_slot.book_for(booking.booking_id)
     booking.move_to(new_slot)
     await release_slot(uow, booking.booking_id, slots[old_slot_id])

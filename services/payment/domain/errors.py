@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from servicekit.validation import InvalidField
+
 
 class PaymentDomainError(Exception):
     """Base of every error a caller can be told about; `reason` is the contract's code."""
@@ -15,7 +20,26 @@ class IdempotencyConflict(PaymentDomainError):
     reason = "idempotency_conflict"
 
 
-class InvalidIdempotencyKey(PaymentDomainError):
+class InvalidRequest(PaymentDomainError):
+    """A malformed request; `field` names the bad field when one is to blame."""
+
+    reason = "validation_error"
+
+    def __init__(self, message: str, field: str = "") -> None:
+        super().__init__(f"{field}: {message}" if field else message)
+        self.field = field
+
+
+@contextmanager
+def invalid_fields_refused(as_error: type[InvalidRequest] = InvalidRequest) -> Iterator[None]:
+    """Turns servicekit's `InvalidField` into this service's `InvalidRequest` (or a subclass)."""
+    try:
+        yield
+    except InvalidField as error:
+        raise as_error(error.problem, error.field) from None
+
+
+class InvalidIdempotencyKey(InvalidRequest):
     reason = "invalid_idempotency_key"
 
 
@@ -29,7 +53,7 @@ class PlanVersionExists(PaymentDomainError):
     reason = "plan_version_exists"
 
 
-class InvalidPlan(PaymentDomainError):
+class InvalidPlan(InvalidRequest):
     reason = "validation_error"
 
 

@@ -11,6 +11,7 @@ from services.payment.domain.errors import InvalidSignature
 # The id goes into a URL of the provider and into logs: a plain token, of bounded length.
 _PAYMENT_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 MAX_EVENT_ID = 128
+MAX_BODY = 64 * 1024  # bytes: a gateway's notification is a few hundred
 
 
 @dataclass(frozen=True)

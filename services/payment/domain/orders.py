@@ -15,7 +15,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
-from services.payment.domain.errors import InvalidIdempotencyKey, InvalidPlan
+from servicekit import validation
+from services.payment.domain.errors import (
+    InvalidIdempotencyKey,
+    InvalidPlan,
+    InvalidRequest,
+    invalid_fields_refused,
+)
 from services.payment.domain.money import Money
 
 PASS: Final = "pass"
@@ -27,8 +33,11 @@ ORDER_PAID: Final = "paid"
 ORDER_CANCELLED: Final = "cancelled"
 ORDER_FAILED: Final = "failed"
 
-_KEY = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
-_CURRENCY = re.compile(r"^[A-Z]{3}$")
+# A catalogue code once normalised (trimmed, lower case): "pass-10", "team.yearly".
+PLAN_CODE = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+MAX_PLAN_VERSION = 9_999
+MAX_ENTRIES = 1_000  # entries a pass may add at once
+MAX_PERIOD_DAYS = 366  # a subscription is paid at least once a year
 
 
 @dataclass(frozen=True)
@@ -44,17 +53,18 @@ class Plan:
     period_days: int
 
     def validated(self) -> Plan:
-        code = normalise_plan_code(self.code)
-        problems = [
-            "plan_code" if not code else "",
-            "plan_version" if self.version < 1 else "",
-            "kind" if self.kind not in KINDS else "",
-            "price" if self.price.amount <= 0 or not _CURRENCY.match(self.price.currency) else "",
-            "entries" if self.kind == PASS and self.entries < 1 else "",
-            "period_days" if self.kind == SUBSCRIPTION and self.period_days < 1 else "",
-        ]
-        if any(problems):
-            raise InvalidPlan(", ".join(p for p in problems if p))
+        """The plan with its code normalised; InvalidPlan naming the first bad field."""
+        code = plan_code(self.code, as_error=InvalidPlan)
+        with invalid_fields_refused(InvalidPlan):
+            validation.integer("plan_version", self.version, 1, MAX_PLAN_VERSION)
+            validation.one_of("kind", self.kind, KINDS)
+            validation.text("name", self.name)
+            validation.amount("price.amount", self.price.amount)
+            validation.currency("price.currency", self.price.currency)
+            least_entries = 1 if self.kind == PASS else 0
+            validation.integer("entries", self.entries, least_entries, MAX_ENTRIES)
+            least_days = 1 if self.kind == SUBSCRIPTION else 0
+            validation.integer("period_days", self.period_days, least_days, MAX_PERIOD_DAYS)
         return Plan(
             code, self.version, self.kind, self.name, self.price, self.entries, self.period_days
         )
@@ -62,13 +72,24 @@ class Plan:
 
 @dataclass(frozen=True)
 class CreateOrder:
-    """The command: an organisation asks to buy one plan version under an Idempotency-Key."""
+    """The command: an organisation asks to buy one plan version under an Idempotency-Key.
+
+    Every field is checked when the command is made, before any I/O."""
 
     org_id: str
     user: str
     idempotency_key: str
     plan_code: str
     plan_version: int
+
+    def __post_init__(self) -> None:
+        with invalid_fields_refused():
+            validation.canonical_uuid("org_id", self.org_id)
+            validation.text("user", self.user)
+        check_idempotency_key(self.idempotency_key)
+        plan_code(self.plan_code)
+        with invalid_fields_refused():
+            validation.integer("plan_version", self.plan_version, 1, MAX_PLAN_VERSION)
 
     def fingerprint(self) -> str:
         return order_fingerprint(self.plan_code, self.plan_version)
@@ -93,6 +114,15 @@ def normalise_plan_code(code: str) -> str:
     return code.strip().lower()
 
 
+def plan_code(code: str, as_error: type[InvalidRequest] = InvalidRequest) -> str:
+    """A caller's plan code, normalised; it must then be 1-64 of a-z 0-9 . _ - ."""
+    with invalid_fields_refused(as_error):
+        validation.text("plan_code", code, max_length=100)
+        return validation.matching(
+            "plan_code", normalise_plan_code(code), PLAN_CODE, "1 to 64 of a-z 0-9 . _ -"
+        )
+
+
 def order_fingerprint(plan_code: str, plan_version: int) -> str:
     """SHA-256 over the canonical form of every field that changes the purchase intent.
 
@@ -108,9 +138,8 @@ def order_fingerprint(plan_code: str, plan_version: int) -> str:
 
 
 def check_idempotency_key(key: str) -> str:
-    if not _KEY.match(key):
-        raise InvalidIdempotencyKey("1 to 128 characters from A-Z a-z 0-9 . _ : -")
-    return key
+    with invalid_fields_refused(InvalidIdempotencyKey):
+        return validation.idempotency_key("idempotency_key", key)
 
 
 def order_state_after_payment(payment_state: str) -> str | None:

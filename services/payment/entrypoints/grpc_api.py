@@ -15,6 +15,7 @@ from services.payment.adapters.card_gateway import GatewayUnavailable
 from services.payment.domain import errors
 from services.payment.domain.money import Money
 from services.payment.domain.orders import CreateOrder, Plan
+from services.payment.entrypoints import requests
 from services.payment.service_layer import handlers
 from services.payment.service_layer.dependencies import PaymentDeps
 
@@ -42,6 +43,12 @@ async def answer(context: Any, call: Callable[[], Awaitable[T]]) -> T:
         metadata = {"existing_order_id": error.existing_order_id}
         await abort_with_reason(
             context, grpc.StatusCode.ALREADY_EXISTS, error.reason, str(error), metadata=metadata
+        )
+    except errors.InvalidRequest as error:
+        # The field goes back too, so the gateway can name it in its problem details.
+        named = {"field": error.field} if error.field else {}
+        await abort_with_reason(
+            context, grpc.StatusCode.INVALID_ARGUMENT, error.reason, str(error), metadata=named
         )
     except errors.PaymentDomainError as error:
         code = STATUS_OF.get(type(error), grpc.StatusCode.FAILED_PRECONDITION)
@@ -121,42 +128,52 @@ class PaymentServicer(payment_pb2_grpc.PaymentServiceServicer):
     def __init__(self, deps: PaymentDeps) -> None:
         self._deps = deps
 
+    # Every request is checked inside `answer`, so a refusal is a status like any other.
+
     async def CreateOrder(self, request: Any, context: Any) -> payment_pb2.OrderReply:
-        command = CreateOrder(
-            org_id=request.org_id,
-            user=request.user,
-            idempotency_key=request.idempotency_key,
-            plan_code=request.plan_code,
-            plan_version=request.plan_version,
-        )
-        view = await answer(context, lambda: handlers.create_order(self._deps, command))
+        async def create() -> handlers.OrderView:
+            command = CreateOrder(
+                org_id=request.org_id,
+                user=request.user,
+                idempotency_key=request.idempotency_key,
+                plan_code=request.plan_code,
+                plan_version=request.plan_version,
+            )
+            return await handlers.create_order(self._deps, command)
+
+        view = await answer(context, create)
         return payment_pb2.OrderReply(order=order_message(view), replayed=view.replayed)
 
     async def GetOrder(self, request: Any, context: Any) -> payment_pb2.Order:
-        view = await answer(
-            context, lambda: handlers.get_order(self._deps, request.org_id, request.order_id)
-        )
-        return order_message(view)
+        async def get() -> handlers.OrderView:
+            org_id = requests.identifier("org_id", request.org_id)
+            order_id = requests.identifier("order_id", request.order_id)
+            return await handlers.get_order(self._deps, org_id, order_id)
+
+        return order_message(await answer(context, get))
 
     async def GetPayment(self, request: Any, context: Any) -> payment_pb2.Payment:
-        row = await answer(context, lambda: handlers.get_payment(self._deps, request.payment_id))
-        return payment_message(row)
+        async def get() -> Any:
+            payment_id = requests.identifier("payment_id", request.payment_id)
+            return await handlers.get_payment(self._deps, payment_id)
+
+        return payment_message(await answer(context, get))
 
     async def GetPaymentForBooking(self, request: Any, context: Any) -> payment_pb2.Payment:
-        row = await answer(
-            context, lambda: handlers.get_payment_for_booking(self._deps, request.booking_id)
-        )
-        return payment_message(row)
+        async def get() -> Any:
+            booking_id = requests.identifier("booking_id", request.booking_id)
+            return await handlers.get_payment_for_booking(self._deps, booking_id)
+
+        return payment_message(await answer(context, get))
 
     async def HandleNotification(
         self, request: Any, context: Any
     ) -> payment_pb2.HandleNotificationResponse:
-        await answer(
-            context,
-            lambda: handlers.handle_notification(
-                self._deps, request.raw_body, request.signature_header
-            ),
-        )
+        async def handle() -> None:
+            notice = requests.notification(request.raw_body, request.signature_header)
+            await handlers.handle_notification(self._deps, notice.raw_body, notice.signature_header)
+
+        await answer(context, handle)
         return payment_pb2.HandleNotificationResponse(accepted=True)
 
     async def ListPlans(self, request: Any, context: Any) -> payment_pb2.ListPlansResponse:
@@ -172,16 +189,24 @@ class PaymentServicer(payment_pb2_grpc.PaymentServiceServicer):
             price=Money(request.price.amount, request.price.currency),
             entries=request.entries,
             period_days=request.period_days,
-        )
+        )  # checked by create_plan (Plan.validated) before it is stored
         created = await answer(context, lambda: handlers.create_plan(self._deps, plan))
         return plan_message(created)
 
     async def ListPayments(self, request: Any, context: Any) -> payment_pb2.ListPaymentsResponse:
-        rows = await answer(context, lambda: handlers.list_payments(self._deps, request.state))
+        async def listed() -> list[Any]:
+            state = requests.payment_state_filter(request.state)
+            return await handlers.list_payments(self._deps, state)
+
+        rows = await answer(context, listed)
         return payment_pb2.ListPaymentsResponse(payments=[payment_message(r) for r in rows])
 
     async def ListIncidents(self, request: Any, context: Any) -> payment_pb2.ListIncidentsResponse:
-        rows = await answer(context, lambda: handlers.list_incidents(self._deps, request.state))
+        async def listed() -> list[Any]:
+            state = requests.incident_state_filter(request.state)
+            return await handlers.list_incidents(self._deps, state)
+
+        rows = await answer(context, listed)
         return payment_pb2.ListIncidentsResponse(incidents=[incident_message(r) for r in rows])
 
 

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from services.booking.domain.commands import Checkout
+from services.booking.domain.commands import (
+    CancelBooking,
+    Checkout,
+    CreateSpace,
+    NewSlot,
+    RescheduleBooking,
+    price,
+)
 from services.booking.domain.errors import (
     BookingNotCancellable,
     BookingNotReschedulable,
@@ -27,6 +35,7 @@ from services.booking.domain.model import (
 )
 
 START = datetime(2027, 1, 1, 17, tzinfo=UTC)
+ORG, S1, S2 = (str(uuid.UUID(int=n << 100 | 0xABC)) for n in (1, 2, 3))
 
 
 def _slot(slot_id: str = "s1", hours: int = 0) -> Slot:
@@ -106,12 +115,12 @@ def test_a_key_hash_depends_on_the_secret_and_the_organisation() -> None:
 
 
 def test_a_checkout_fingerprint_covers_slot_user_party_size_and_payment_mode() -> None:
-    base = Checkout.of("org", "ann", "k", "s1", 2, "card")
+    base = Checkout.of(ORG, "ann", "k", S1, 2, "card")
     variants = [
-        Checkout.of("org", "ann", "k", "s2", 2, "card"),
-        Checkout.of("org", "bob", "k", "s1", 2, "card"),
-        Checkout.of("org", "ann", "k", "s1", 3, "card"),
-        Checkout.of("org", "ann", "k", "s1", 2, "pass"),
+        Checkout.of(ORG, "ann", "k", S2, 2, "card"),
+        Checkout.of(ORG, "bob", "k", S1, 2, "card"),
+        Checkout.of(ORG, "ann", "k", S1, 3, "card"),
+        Checkout.of(ORG, "ann", "k", S1, 2, "pass"),
     ]
     assert all(v.fingerprint() != base.fingerprint() for v in variants)
 
@@ -121,7 +130,7 @@ def test_a_checkout_fingerprint_covers_slot_user_party_size_and_payment_mode() -
 )
 def test_an_invalid_checkout_is_refused_before_any_io(key: str, party_size: int, mode: str) -> None:
     with pytest.raises(InvalidRequest):
-        Checkout.of("org", "ann", key, "s1", party_size, mode)
+        Checkout.of(ORG, "ann", key, S1, party_size, mode)
 
 
 def test_late_money_never_confirms_a_cancelled_or_expired_booking() -> None:
@@ -130,3 +139,66 @@ def test_late_money_never_confirms_a_cancelled_or_expired_booking() -> None:
     assert not cancelled.confirm_if_pending("late") and not expired.confirm_if_pending("late")
     assert cancelled.state is BookingState.CANCELLED and expired.state is BookingState.EXPIRED
     assert not cancelled.is_paid_with("late") and not expired.is_paid_with("late")
+
+
+def test_a_slot_is_bookable_only_before_it_starts() -> None:
+    slot = _slot()
+    slot.require_bookable_at(START - timedelta(seconds=1))
+    for now in (START, START + timedelta(minutes=30)):
+        with pytest.raises(SlotUnavailable, match="has already started"):
+            slot.require_bookable_at(now)
+
+
+@pytest.mark.parametrize(
+    ("org", "user", "slot"),
+    [
+        (f"urn:uuid:{ORG}", "ann", S1),
+        (ORG.upper(), "ann", S1),
+        (ORG, "ann\x00", S1),
+        (ORG, "a" * 201, S1),
+        (ORG, "", S1),
+        (ORG, "ann", S1.replace("-", "")),
+        (ORG, "ann", "bk-" + S1),
+    ],
+)
+def test_a_checkout_names_canonical_ids_and_a_printable_user(
+    org: str, user: str, slot: str
+) -> None:
+    with pytest.raises(InvalidRequest) as refused:
+        Checkout.of(org, user, "k", slot, 1, "card")
+    assert refused.value.field in ("org_id", "user", "slot_id")
+
+
+def test_cancel_and_reschedule_check_every_field() -> None:
+    with pytest.raises(InvalidRequest, match="booking_id"):
+        CancelBooking(ORG, "ann", "k", "b1")
+    with pytest.raises(InvalidRequest, match="user"):
+        CancelBooking(ORG, "", "k", S1)
+    with pytest.raises(InvalidRequest, match="new_slot_id"):
+        RescheduleBooking(ORG, "ann", "k", S1, "{" + S2 + "}")
+    with pytest.raises(InvalidRequest, match="idempotency_key"):
+        RescheduleBooking(ORG, "ann", "k\n", S1, S2)
+
+
+def test_a_space_needs_a_printable_name_and_an_iana_zone() -> None:
+    assert CreateSpace("Karlin", "Europe/Prague").timezone == "Europe/Prague"
+    for name, zone in (("Karlin", "Mars/Olympus"), ("Karlin", "utc"), ("\x00", "UTC")):
+        with pytest.raises(InvalidRequest):
+            CreateSpace(name, zone)
+
+
+@pytest.mark.parametrize(("amount", "currency"), [(0, "CZK"), (2**63 - 1, "CZK"), (1, "ÄÖÜ")])
+def test_a_price_is_positive_bounded_iso_4217_money(amount: int, currency: str) -> None:
+    assert price(45000, "CZK") == Money(45000, "CZK")
+    with pytest.raises(InvalidRequest) as refused:
+        price(amount, currency)
+    assert refused.value.field.startswith("price.")
+
+
+def test_a_new_slot_lasts_at_most_a_day_within_the_calendar_range() -> None:
+    NewSlot(TimeRange(START, START + timedelta(hours=24)), Money(1, "CZK"))
+    too_long = TimeRange(START, START + timedelta(hours=24, seconds=1))
+    ancient = TimeRange(datetime(1, 1, 1, tzinfo=UTC), datetime(1, 1, 1, 1, tzinfo=UTC))
+    for during in (too_long, ancient):
+        with pytest.raises(InvalidRequest):
+            NewSlot(during, Money(1, "CZK"))

@@ -1,0 +1,186 @@
+"""Checks of the values a caller sends, made at the edge before any of them reaches a query.
+
+A gRPC string can hold anything: a NUL (which PostgreSQL refuses in text), 10,000
+characters, control characters, a UUID in a form Python's parser accepts and PostgreSQL
+does not (`urn:uuid:...`, braces, no hyphens, an underscore or Arabic-Indic digits between
+the hex digits). A Timestamp can lie outside the years 1-9999 that `ToDatetime` handles.
+Each check here returns the value it accepts, or raises `InvalidField` naming the field
+and the rule it broke; the message never repeats the value, so a refusal can neither leak
+nor overflow gRPC's metadata. Services map `InvalidField` to their own domain error.
+
+Pure: no I/O beyond reading the tz database once.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import uuid
+import zoneinfo
+from collections.abc import Collection
+from datetime import UTC, datetime, timedelta
+
+import pycountry
+from google.protobuf.timestamp_pb2 import Timestamp
+
+MAX_TEXT = 200  # a name, a user: characters
+MAX_AMOUNT = 100_000_000  # minor units: 1,000,000.00 of a currency with two decimals
+# Every time a caller may name: a slot, a list filter. Outside it a time is a mistake.
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
+LATEST = datetime(2100, 1, 1, tzinfo=UTC)
+IDEMPOTENCY_KEY = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+# ISO 4217 codes that name no money one can pay with: precious metals, bond-market and
+# accounting units, the testing code and "no currency".
+NOT_MONEY = frozenset(
+    (
+        "XAD",
+        "XAG",
+        "XAU",
+        "XBA",
+        "XBB",
+        "XBC",
+        "XBD",
+        "XDR",
+        "XPD",
+        "XPT",
+        "XSU",
+        "XTS",
+        "XUA",
+        "XXX",
+    )
+)
+_CURRENCY = re.compile(r"[A-Z]{3}")
+_UUID_LENGTH = 36
+_MAX_MESSAGE = 200
+
+
+class InvalidField(ValueError):
+    """A field breaks its rule. `field` and `problem` come from code, never from the input."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field = field[:64]
+        self.problem = problem[:_MAX_MESSAGE]
+        super().__init__(f"{self.field}: {self.problem}")
+
+
+def canonical_uuid(field: str, value: str) -> str:
+    """A UUID exactly as `str(uuid.UUID(...))` writes it: lower case, hyphenated, 36 chars."""
+    if not value:
+        raise InvalidField(field, "is required")
+    if len(value) != _UUID_LENGTH:
+        raise InvalidField(field, "must be a canonical UUID (36 lower-case characters)")
+    try:
+        canonical = str(uuid.UUID(value))
+    except ValueError:
+        canonical = ""
+    if canonical != value:
+        raise InvalidField(field, "must be a canonical UUID (36 lower-case characters)")
+    return value
+
+
+def text(field: str, value: str, max_length: int = MAX_TEXT, required: bool = True) -> str:
+    """Printable text of at most `max_length` characters: no NUL, control or format
+    characters (which hide text or reorder it on screen), not only white space."""
+    if not value:
+        if required:
+            raise InvalidField(field, "is required")
+        return value
+    if len(value) > max_length:
+        raise InvalidField(field, f"must be at most {max_length} characters")
+    if not value.isprintable():
+        raise InvalidField(field, "must not contain control or format characters")
+    if not value.strip():
+        raise InvalidField(field, "must not be blank")
+    return value
+
+
+def matching(field: str, value: str, pattern: re.Pattern[str], rule: str) -> str:
+    """The whole value matches `pattern` (anchored at both ends); `rule` says it in words."""
+    if not pattern.fullmatch(value):
+        raise InvalidField(field, f"must be {rule}")
+    return value
+
+
+def idempotency_key(field: str, value: str) -> str:
+    return matching(field, value, IDEMPOTENCY_KEY, "1 to 128 characters of A-Z a-z 0-9 . _ : -")
+
+
+def one_of(field: str, value: str, allowed: Collection[str]) -> str:
+    if value not in allowed:
+        raise InvalidField(field, f"must be one of {', '.join(sorted(allowed))}"[:_MAX_MESSAGE])
+    return value
+
+
+def integer(field: str, value: int, lowest: int, highest: int) -> int:
+    if not lowest <= value <= highest:
+        raise InvalidField(field, f"must be {lowest} to {highest}")
+    return value
+
+
+def amount(field: str, value: int) -> int:
+    """A price in minor units: positive and at most MAX_AMOUNT."""
+    return integer(field, value, 1, MAX_AMOUNT)
+
+
+def currency(field: str, value: str) -> str:
+    """An ISO 4217 code of a currency (upper case), as the ISO list pycountry ships has it."""
+    if not _CURRENCY.fullmatch(value) or value not in _currencies():
+        raise InvalidField(field, "must be an ISO 4217 currency code such as CZK or EUR")
+    return value
+
+
+def time_zone(field: str, value: str) -> str:
+    """An IANA time zone name that the tz database knows, such as Europe/Prague or UTC."""
+    if len(value) > 64 or value not in _time_zones():
+        raise InvalidField(field, "must be an IANA time zone such as Europe/Prague")
+    return value
+
+
+def moment(field: str, stamp: Timestamp) -> datetime:
+    """The time a Timestamp names, checked for range before it is converted."""
+    earliest, latest = int(EARLIEST.timestamp()), int(LATEST.timestamp())
+    if not earliest <= stamp.seconds < latest:
+        raise InvalidField(field, f"must be from {EARLIEST.year} to {LATEST.year - 1}")
+    if not 0 <= stamp.nanos < 1_000_000_000:
+        raise InvalidField(field, "nanos must be 0 to 999,999,999")
+    return stamp.ToDatetime(tzinfo=UTC)
+
+
+def calendar_time(field: str, when: datetime) -> datetime:
+    """An aware time from EARLIEST up to (not including) LATEST."""
+    if when.tzinfo is None or not EARLIEST <= when < LATEST:
+        raise InvalidField(field, f"must be from {EARLIEST.year} to {LATEST.year - 1}, with a zone")
+    return when
+
+
+def time_range(
+    field: str, starts_at: datetime, ends_at: datetime, longest: timedelta
+) -> tuple[datetime, datetime]:
+    """A range that ends after it starts and lasts at most `longest`."""
+    if not starts_at < ends_at:
+        raise InvalidField(field, "must end after it starts")
+    if ends_at - starts_at > longest:
+        raise InvalidField(field, f"must last at most {_duration(longest)}")
+    return starts_at, ends_at
+
+
+def payload(field: str, value: bytes, max_bytes: int) -> bytes:
+    if len(value) > max_bytes:
+        raise InvalidField(field, f"must be at most {max_bytes} bytes")
+    return value
+
+
+@functools.cache
+def _currencies() -> frozenset[str]:
+    return frozenset(c.alpha_3 for c in pycountry.currencies) - NOT_MONEY
+
+
+@functools.cache
+def _time_zones() -> frozenset[str]:
+    # "localtime" is this machine's zone and "Factory" a placeholder, not places.
+    return frozenset(zoneinfo.available_timezones()) - {"localtime", "Factory"}
+
+
+def _duration(length: timedelta) -> str:
+    hours = length.total_seconds() / 3600
+    return f"{hours:g} hours"
