@@ -1,17 +1,17 @@
 """One error model for every service: a refusal travels as gRPC's rich status.
 
-A service's domain errors stay pure (the domain imports nothing from here): each class
-declares `reason`, the contract's machine-readable code (`slot_unavailable`), and `kind`,
-what sort of refusal it is. This module maps each kind to one status code, the same in
-every service, and sends the reason, the service's error domain and any metadata (such
-as `existing_order_id`) as a `google.rpc.ErrorInfo` in a `google.rpc.Status`, the way
-every gRPC client library can read it. Each proto declares the reasons its service uses.
+A service's refusals (servicekit.refusals) are pure values with the contract's `reason`
+and a `kind`. This module maps each kind to one status code, the same in every service,
+and sends the reason, the service's error domain (`liftfit.booking`) and any metadata
+(such as `existing_order_id` or the bad `field`) as a `google.rpc.ErrorInfo` inside a
+`google.rpc.Status`, the way every gRPC client library can read it. The gRPC server
+interceptor (servicekit.grpc_server) is the one place that does it, for every RPC; each
+proto declares the reasons its service uses.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -19,42 +19,25 @@ from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
+from servicekit.refusals import Kind, Refusal
+
 MAX_MESSAGE = 300
 _DETAILS_KEY = "grpc-status-details-bin"  # where gRPC carries a rich status
 
-# The kinds of refusal and the one status code each travels as.
-STATUS_OF_KIND: Mapping[str, grpc.StatusCode] = {
-    "invalid": grpc.StatusCode.INVALID_ARGUMENT,
-    "not_found": grpc.StatusCode.NOT_FOUND,
-    # Something the request would create, or its idempotency key, names something else.
-    "already_exists": grpc.StatusCode.ALREADY_EXISTS,
-    # The request is well formed but the current state refuses it (a taken slot).
-    "precondition": grpc.StatusCode.FAILED_PRECONDITION,
-    # A provider this service needs did not answer; the caller may try again.
-    "unavailable": grpc.StatusCode.UNAVAILABLE,
+# The kinds of refusal and the one status code each travels as, in every service.
+STATUS_OF_KIND: Mapping[Kind, grpc.StatusCode] = {
+    Kind.INVALID: grpc.StatusCode.INVALID_ARGUMENT,
+    Kind.NOT_FOUND: grpc.StatusCode.NOT_FOUND,
+    Kind.ALREADY_EXISTS: grpc.StatusCode.ALREADY_EXISTS,
+    Kind.PRECONDITION: grpc.StatusCode.FAILED_PRECONDITION,
+    Kind.UNAVAILABLE: grpc.StatusCode.UNAVAILABLE,
 }
 
 
-@dataclass(frozen=True)
-class ErrorModel:
-    """A service's error domain (`liftfit.booking`) and the base class of its refusals."""
-
-    domain: str
-    refusals: tuple[type[Exception], ...]
-
-    def refuses(self, error: BaseException) -> bool:
-        return isinstance(error, self.refusals)
-
-
-def status_for(error: Exception, domain: str) -> grpc.Status:
-    """The rich status a domain error travels as."""
-    kind = str(getattr(error, "kind", ""))
-    if kind not in STATUS_OF_KIND:
-        raise LookupError(f"{type(error).__name__} has no known kind: {kind!r}")
-    metadata = getattr(error, "metadata", None) or {}
-    return rich_status(
-        STATUS_OF_KIND[kind], str(getattr(error, "reason", "")), domain, str(error), metadata
-    )
+def status_for(refusal: Refusal, domain: str) -> grpc.Status:
+    """The rich status a refusal travels as."""
+    code = STATUS_OF_KIND[refusal.kind]
+    return rich_status(code, refusal.reason, domain, str(refusal), refusal.metadata)
 
 
 def rich_status(

@@ -24,8 +24,9 @@ from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind
 
 from servicekit import tracing
-from servicekit.errors import ErrorModel, abort_with, reason_of, rich_status, status_for
+from servicekit.errors import abort_with, reason_of, rich_status, status_for
 from servicekit.faults import Fault, classify
+from servicekit.refusals import Refusal
 
 __all__ = ["abort_with_reason", "channel", "reason_of", "start_server"]
 log = logging.getLogger(__name__)
@@ -37,8 +38,8 @@ class GuardedServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type
     """Continues the caller's trace; answers a domain refusal with its rich status (see
     servicekit.errors) and any other exception with a clean one."""
 
-    def __init__(self, error_model: ErrorModel | None = None) -> None:
-        self._errors = error_model or ErrorModel("liftfit", ())
+    def __init__(self, error_domain: str = "liftfit") -> None:
+        self._domain = error_domain
 
     async def intercept_service(
         self,
@@ -51,7 +52,7 @@ class GuardedServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type
         carrier = tracing.carrier_from_pairs(details.invocation_metadata or ())
         inner = handler.unary_unary
         method = details.method
-        errors = self._errors
+        domain = self._domain
 
         async def guarded(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             with tracing.tracer("servicekit.grpc").start_as_current_span(
@@ -61,10 +62,10 @@ class GuardedServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type
                     return await inner(request, context)
                 except grpc.aio.AbortError:
                     raise  # a deliberate answer, already given
+                except Refusal as refusal:
+                    await abort_with(context, status_for(refusal, domain))
                 except Exception as error:
-                    if errors.refuses(error):
-                        await abort_with(context, status_for(error, errors.domain))
-                    await _answer_unexpected(context, method, error, errors.domain)
+                    await _answer_unexpected(context, method, error, domain)
 
         return grpc.unary_unary_rpc_method_handler(
             guarded,
@@ -138,10 +139,13 @@ async def start_server(
     address: str,
     registrations: Sequence[Registration],
     service_names: Sequence[str],
-    error_model: ErrorModel | None = None,
+    error_domain: str = "liftfit",
 ) -> tuple[grpc.aio.Server, int, Health]:
-    """Starts a server with health and reflection; returns it, the bound port and its health."""
-    server = grpc.aio.server(interceptors=[GuardedServerInterceptor(error_model)])
+    """Starts a server with health and reflection; returns it, the bound port and its health.
+
+    Refusals are answered with their rich status in `error_domain` (servicekit.errors).
+    """
+    server = grpc.aio.server(interceptors=[GuardedServerInterceptor(error_domain)])
     for register in registrations:
         register(server)
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]

@@ -42,6 +42,7 @@ class ServiceRuntime:
     registrations: Sequence[Registration]
     service_names: Sequence[str]
     producer: ProducerLink
+    error_domain: str = "liftfit"
     workers: Sequence[Worker] = ()
     restart_policy: RestartPolicy = field(default_factory=RestartPolicy)
     grpc_port: int = 0
@@ -56,7 +57,7 @@ class ServiceRuntime:
 
     async def start(self) -> None:
         self._server, self.grpc_port, self._health = await start_server(
-            self.grpc_address, self.registrations, self.service_names
+            self.grpc_address, self.registrations, self.service_names, self.error_domain
         )
         self._supervisor = Supervisor(self.workers, self._health.serving, self.restart_policy)
         self._supervisor.start()

@@ -32,6 +32,7 @@ from services.booking.service_layer.unit_of_work import (
 from services.booking.settings import Settings
 
 SERVICE = "booking"
+ERROR_DOMAIN = "liftfit.booking"  # the ErrorInfo domain of this service's refusals
 SERVICE_NAME = booking_pb2.DESCRIPTOR.services_by_name["BookingService"].full_name
 
 
@@ -91,6 +92,7 @@ def bootstrap(settings: Settings) -> BookingApp:
         registrations=[registration(BookingServicer(uows))],
         service_names=[SERVICE_NAME],
         producer=producer,
+        error_domain=ERROR_DOMAIN,
         workers=[
             Worker("relay", relay.run),
             Worker("consumer", consumer.run),

@@ -37,6 +37,7 @@ from services.payment.service_layer.unit_of_work import unit_of_work_factory
 from services.payment.settings import Settings
 
 SERVICE = "payment"
+ERROR_DOMAIN = "liftfit.payment"  # the ErrorInfo domain of this service's refusals
 
 
 @dataclass
@@ -140,6 +141,7 @@ def bootstrap(settings: Settings, gateway: CardGateway | None = None) -> Payment
         registrations=[grpc_api.registration(deps)],
         service_names=[grpc_api.SERVICE_NAME],
         producer=producer,
+        error_domain=ERROR_DOMAIN,
         workers=workers,
     )
     return PaymentApp(settings, runtime, deps, tables, sessions, receiver, timer_runner)

@@ -30,7 +30,7 @@ from servicekit.inbox import Delivery
 from services.booking.adapters import orm
 from services.booking.bootstrap import BookingApp, bootstrap
 from services.booking.domain.commands import CancelBooking, Checkout, NewSlot, RescheduleBooking
-from services.booking.domain.errors import DomainError
+from services.booking.domain.errors import Refusal
 from services.booking.domain.model import Money, TimeRange
 from services.booking.service_layer import handlers, operations
 from services.booking.service_layer.unit_of_work import UnitOfWork
@@ -99,7 +99,7 @@ class BookingModel(RuleBasedStateMachine):
     def _try(self, work: Callable[[UnitOfWork], Coroutine[Any, Any, T]]) -> T | None:
         try:
             return self._run(work)
-        except DomainError:
+        except Refusal:
             return None
 
     def _deliver(self, topic: str, aggregate_id: str, event: Message) -> None:

@@ -76,7 +76,7 @@ async def test_the_same_key_with_another_plan_version_is_a_conflict_and_changes_
 
     conflict = await _refused(harness, org, "checkout-team", code, version=2)
 
-    assert conflict.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert conflict.code() == grpc.StatusCode.ALREADY_EXISTS  # one code for it in every service
     assert _metadata(conflict)["reason"] == "idempotency_conflict"
     request = payment_pb2.GetOrderRequest(org_id=org, order_id=original.order.order_id)
     unchanged = await harness.stub.GetOrder(request)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from servicekit import validation
-from services.booking.domain.errors import invalid_fields_refused
+from services.booking.domain.errors import InvalidIdempotencyKey, invalid_fields_refused
 from services.booking.domain.idempotency import fingerprint
 from services.booking.domain.model import Money, PaymentMode, TimeRange
 
@@ -40,6 +40,7 @@ def _customer(org_id: str, user: str, key: str) -> None:
     with invalid_fields_refused():
         validation.canonical_uuid("org_id", org_id)
         validation.text("user", user)
+    with invalid_fields_refused(InvalidIdempotencyKey):
         validation.idempotency_key("idempotency_key", key)
 
 

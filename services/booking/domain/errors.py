@@ -1,58 +1,52 @@
-"""Domain errors: values the entry points map once to gRPC status codes and reasons."""
+"""The booking service's refusals, beside the ones every service shares (servicekit.refusals).
+
+Each is a value of the domain with the contract's reason and its kind; the gRPC server
+maps the kind to a status code, once, for every service (servicekit.errors).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import ClassVar
+from servicekit.refusals import (
+    IdempotencyConflict,
+    InvalidIdempotencyKey,
+    InvalidRequest,
+    Kind,
+    NotFound,
+    Refusal,
+    invalid_fields_refused,
+)
 
-from servicekit.validation import InvalidField
+__all__ = [
+    "BookingNotCancellable",
+    "BookingNotReschedulable",
+    "IdempotencyConflict",
+    "InsufficientPassBalance",
+    "InvalidIdempotencyKey",
+    "InvalidRequest",
+    "NotFound",
+    "Refusal",
+    "SlotUnavailable",
+    "invalid_fields_refused",
+]
 
 
-class DomainError(Exception):
-    """A request the domain refuses; `reason` is the machine-readable code of the contract."""
+class SlotUnavailable(Refusal):
+    """The slot is held, booked, closed or already started."""
 
-    reason: ClassVar[str] = "domain_error"
-
-
-class SlotUnavailable(DomainError):
     reason = "slot_unavailable"
+    kind = Kind.PRECONDITION
 
 
-class IdempotencyConflict(DomainError):
-    reason = "idempotency_conflict"
-
-
-class InsufficientPassBalance(DomainError):
+class InsufficientPassBalance(Refusal):
     reason = "insufficient_pass_balance"
+    kind = Kind.PRECONDITION
 
 
-class BookingNotCancellable(DomainError):
+class BookingNotCancellable(Refusal):
     reason = "booking_not_cancellable"
+    kind = Kind.PRECONDITION
 
 
-class BookingNotReschedulable(DomainError):
+class BookingNotReschedulable(Refusal):
     reason = "booking_not_reschedulable"
-
-
-class NotFound(DomainError):
-    reason = "not_found"
-
-
-class InvalidRequest(DomainError):
-    """A malformed request; `field` names the bad field when one is to blame."""
-
-    reason = "validation_error"
-
-    def __init__(self, message: str, field: str = "") -> None:
-        super().__init__(f"{field}: {message}" if field else message)
-        self.field = field
-
-
-@contextmanager
-def invalid_fields_refused() -> Iterator[None]:
-    """Turns servicekit's `InvalidField` into this service's `InvalidRequest`."""
-    try:
-        yield
-    except InvalidField as error:
-        raise InvalidRequest(error.problem, error.field) from None
+    kind = Kind.PRECONDITION

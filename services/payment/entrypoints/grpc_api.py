@@ -1,8 +1,8 @@
-"""The PaymentService gRPC servicer: translation only, domain errors mapped here, once."""
+"""The PaymentService gRPC servicer: translation only; refusals are mapped by servicekit."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -10,9 +10,6 @@ import grpc
 from google.protobuf import timestamp_pb2
 from liftfit.payment.v1 import events_pb2, payment_pb2, payment_pb2_grpc
 
-from servicekit.grpc_server import abort_with_reason
-from services.payment.adapters.card_gateway import GatewayUnavailable
-from services.payment.domain import errors
 from services.payment.domain.money import Money
 from services.payment.domain.orders import CreateOrder, Plan
 from services.payment.entrypoints import requests
@@ -20,44 +17,6 @@ from services.payment.service_layer import handlers
 from services.payment.service_layer.dependencies import PaymentDeps
 
 T = TypeVar("T")
-
-STATUS_OF: dict[type[errors.PaymentDomainError], grpc.StatusCode] = {
-    errors.IdempotencyConflict: grpc.StatusCode.FAILED_PRECONDITION,
-    errors.InvalidIdempotencyKey: grpc.StatusCode.INVALID_ARGUMENT,
-    errors.UnknownPlan: grpc.StatusCode.INVALID_ARGUMENT,
-    errors.InvalidPlan: grpc.StatusCode.INVALID_ARGUMENT,
-    errors.PlanVersionExists: grpc.StatusCode.ALREADY_EXISTS,
-    errors.OrderExists: grpc.StatusCode.ALREADY_EXISTS,
-    errors.InvalidSignature: grpc.StatusCode.INVALID_ARGUMENT,
-    errors.NotFound: grpc.StatusCode.NOT_FOUND,
-    errors.AmountMismatch: grpc.StatusCode.FAILED_PRECONDITION,
-}
-
-
-async def answer(context: Any, call: Callable[[], Awaitable[T]]) -> T:
-    """Runs a use case; a domain error ends the call with its status and reason."""
-    try:
-        return await call()
-    except errors.OrderExists as error:
-        # The HTTP gateway names the existing order in its problem details.
-        metadata = {"existing_order_id": error.existing_order_id}
-        await abort_with_reason(
-            context, grpc.StatusCode.ALREADY_EXISTS, error.reason, str(error), metadata=metadata
-        )
-    except errors.InvalidRequest as error:
-        # The field goes back too, so the gateway can name it in its problem details.
-        named = {"field": error.field} if error.field else {}
-        await abort_with_reason(
-            context, grpc.StatusCode.INVALID_ARGUMENT, error.reason, str(error), metadata=named
-        )
-    except errors.PaymentDomainError as error:
-        code = STATUS_OF.get(type(error), grpc.StatusCode.FAILED_PRECONDITION)
-        await abort_with_reason(context, code, error.reason, str(error))
-    except GatewayUnavailable as error:
-        await abort_with_reason(
-            context, grpc.StatusCode.UNAVAILABLE, "gateway_unavailable", str(error)
-        )
-    raise AssertionError("unreachable: abort raises")
 
 
 def timestamp(moment: datetime | None) -> timestamp_pb2.Timestamp:
@@ -125,59 +84,45 @@ def incident_message(row: Any) -> payment_pb2.Incident:
 
 
 class PaymentServicer(payment_pb2_grpc.PaymentServiceServicer):
+    """Checks each request, calls its use case, answers; a refusal raised anywhere below
+    reaches the caller as its rich status through the server's interceptor."""
+
     def __init__(self, deps: PaymentDeps) -> None:
         self._deps = deps
 
-    # Every request is checked inside `answer`, so a refusal is a status like any other.
-
     async def CreateOrder(self, request: Any, context: Any) -> payment_pb2.OrderReply:
-        async def create() -> handlers.OrderView:
-            command = CreateOrder(
-                org_id=request.org_id,
-                user=request.user,
-                idempotency_key=request.idempotency_key,
-                plan_code=request.plan_code,
-                plan_version=request.plan_version,
-            )
-            return await handlers.create_order(self._deps, command)
-
-        view = await answer(context, create)
+        command = CreateOrder(
+            org_id=request.org_id,
+            user=request.user,
+            idempotency_key=request.idempotency_key,
+            plan_code=request.plan_code,
+            plan_version=request.plan_version,
+        )
+        view = await handlers.create_order(self._deps, command)
         return payment_pb2.OrderReply(order=order_message(view), replayed=view.replayed)
 
     async def GetOrder(self, request: Any, context: Any) -> payment_pb2.Order:
-        async def get() -> handlers.OrderView:
-            org_id = requests.identifier("org_id", request.org_id)
-            order_id = requests.identifier("order_id", request.order_id)
-            return await handlers.get_order(self._deps, org_id, order_id)
-
-        return order_message(await answer(context, get))
+        org_id = requests.identifier("org_id", request.org_id)
+        order_id = requests.identifier("order_id", request.order_id)
+        return order_message(await handlers.get_order(self._deps, org_id, order_id))
 
     async def GetPayment(self, request: Any, context: Any) -> payment_pb2.Payment:
-        async def get() -> Any:
-            payment_id = requests.identifier("payment_id", request.payment_id)
-            return await handlers.get_payment(self._deps, payment_id)
-
-        return payment_message(await answer(context, get))
+        payment_id = requests.identifier("payment_id", request.payment_id)
+        return payment_message(await handlers.get_payment(self._deps, payment_id))
 
     async def GetPaymentForBooking(self, request: Any, context: Any) -> payment_pb2.Payment:
-        async def get() -> Any:
-            booking_id = requests.identifier("booking_id", request.booking_id)
-            return await handlers.get_payment_for_booking(self._deps, booking_id)
-
-        return payment_message(await answer(context, get))
+        booking_id = requests.identifier("booking_id", request.booking_id)
+        return payment_message(await handlers.get_payment_for_booking(self._deps, booking_id))
 
     async def HandleNotification(
         self, request: Any, context: Any
     ) -> payment_pb2.HandleNotificationResponse:
-        async def handle() -> None:
-            notice = requests.notification(request.raw_body, request.signature_header)
-            await handlers.handle_notification(self._deps, notice.raw_body, notice.signature_header)
-
-        await answer(context, handle)
+        notice = requests.notification(request.raw_body, request.signature_header)
+        await handlers.handle_notification(self._deps, notice.raw_body, notice.signature_header)
         return payment_pb2.HandleNotificationResponse(accepted=True)
 
     async def ListPlans(self, request: Any, context: Any) -> payment_pb2.ListPlansResponse:
-        plans = await answer(context, lambda: handlers.list_plans(self._deps))
+        plans = await handlers.list_plans(self._deps)
         return payment_pb2.ListPlansResponse(plans=[plan_message(p) for p in plans])
 
     async def CreatePlan(self, request: Any, context: Any) -> payment_pb2.Plan:
@@ -190,23 +135,16 @@ class PaymentServicer(payment_pb2_grpc.PaymentServiceServicer):
             entries=request.entries,
             period_days=request.period_days,
         )  # checked by create_plan (Plan.validated) before it is stored
-        created = await answer(context, lambda: handlers.create_plan(self._deps, plan))
-        return plan_message(created)
+        return plan_message(await handlers.create_plan(self._deps, plan))
 
     async def ListPayments(self, request: Any, context: Any) -> payment_pb2.ListPaymentsResponse:
-        async def listed() -> list[Any]:
-            state = requests.payment_state_filter(request.state)
-            return await handlers.list_payments(self._deps, state)
-
-        rows = await answer(context, listed)
+        state = requests.payment_state_filter(request.state)
+        rows = await handlers.list_payments(self._deps, state)
         return payment_pb2.ListPaymentsResponse(payments=[payment_message(r) for r in rows])
 
     async def ListIncidents(self, request: Any, context: Any) -> payment_pb2.ListIncidentsResponse:
-        async def listed() -> list[Any]:
-            state = requests.incident_state_filter(request.state)
-            return await handlers.list_incidents(self._deps, state)
-
-        rows = await answer(context, listed)
+        state = requests.incident_state_filter(request.state)
+        rows = await handlers.list_incidents(self._deps, state)
         return payment_pb2.ListIncidentsResponse(incidents=[incident_message(r) for r in rows])
 
 

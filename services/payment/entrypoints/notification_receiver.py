@@ -27,8 +27,7 @@ from starlette.routing import Route
 
 from servicekit.faults import Fault, classify
 from servicekit.outage import OutageLog
-from services.payment.adapters.card_gateway import GatewayUnavailable
-from services.payment.domain.errors import InvalidSignature
+from services.payment.domain.errors import GatewayUnreachable, InvalidSignature
 from services.payment.domain.signature import read_signature
 from services.payment.service_layer import handlers
 from services.payment.service_layer.dependencies import PaymentDeps
@@ -58,7 +57,7 @@ def receiver_app(deps: PaymentDeps) -> Starlette:
             return _problem(413, "payload_too_large", f"The body exceeds {MAX_BODY} bytes")
         except ClientDisconnect:
             return _problem(400, "malformed_request", "The body did not arrive whole")
-        except GatewayUnavailable:  # the gateway adapter logs its outage
+        except GatewayUnreachable:  # the gateway adapter logs its outage
             return _problem(503, "gateway_unavailable", "Payment gateway unavailable")
         except Exception as error:
             fault = classify(error)

@@ -8,9 +8,10 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from services.payment.adapters.card_gateway import GatewayRefused
+from services.payment.adapters.card_gateway import GatewayRefused, GatewayUnavailable
 from services.payment.domain import payment_states as states
 from services.payment.domain.errors import (
+    GatewayUnreachable,
     IdempotencyConflict,
     NotFound,
     OrderExists,
@@ -170,6 +171,8 @@ async def handle_notification(
     except Exception as error:
         if worth_retrying(error):  # the gateway stops resending soon: we try again ourselves
             deps.hints.remember(hint.provider_payment_id)
+        if isinstance(error, GatewayUnavailable):
+            raise GatewayUnreachable("the card gateway did not answer; send it again") from None
         raise
     deps.hints.forget(hint.provider_payment_id)
 
