@@ -1,0 +1,82 @@
+"""The sandbox control API under ``/_sandbox``: the door, fault injection, inspection.
+
+Unauthenticated on purpose: it is for tests and operators of the sandbox, never part of
+the provider API the access service's adapter is written against.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from .runtime import ProviderDep
+from .schemas import ClockOffset, DoorAttempt, FaultsPatch, NewDevice
+from .state import iso
+
+router = APIRouter(prefix="/_sandbox")
+
+
+@router.post("/door")
+async def try_the_door(body: DoorAttempt, provider: ProviderDep) -> dict[str, object]:
+    code = provider.state.door(body.device_id, body.pin, body.at)
+    return {"opens": code is not None, "access_code_id": code.id if code else None}
+
+
+@router.get("/faults")
+async def get_faults(provider: ProviderDep) -> dict[str, object]:
+    return provider.state.faults.to_api()
+
+
+@router.post("/faults")
+async def merge_faults(body: FaultsPatch, provider: ProviderDep) -> dict[str, object]:
+    provider.state.faults.merge(body.model_dump(exclude_none=True))
+    return provider.state.faults.to_api()
+
+
+@router.delete("/faults")
+async def clear_faults(provider: ProviderDep) -> dict[str, object]:
+    provider.state.faults.clear()
+    return provider.state.faults.to_api()
+
+
+@router.get("/access_codes")
+async def every_access_code(provider: ProviderDep) -> dict[str, object]:
+    now = provider.state.now()
+    rows = [
+        {**code.to_api(now), "status_history": code.history(now)}
+        for code in provider.state.codes.values()
+    ]
+    return {"data": rows}
+
+
+@router.get("/devices")
+async def list_devices(provider: ProviderDep) -> dict[str, object]:
+    return {"devices": sorted(provider.state.devices)}
+
+
+@router.post("/devices")
+async def add_device(body: NewDevice, provider: ProviderDep) -> JSONResponse:
+    created = provider.state.add_device(body.device_id)
+    return JSONResponse({"device_id": body.device_id}, status_code=201 if created else 200)
+
+
+@router.get("/clock")
+async def get_clock(provider: ProviderDep) -> dict[str, object]:
+    return _clock(provider)
+
+
+@router.post("/clock")
+async def set_clock(body: ClockOffset, provider: ProviderDep) -> dict[str, object]:
+    provider.state.set_clock_offset(body.offset_seconds)
+    return _clock(provider)
+
+
+@router.post("/reset")
+async def reset(provider: ProviderDep) -> dict[str, object]:
+    provider.state.reset()
+    return {"reset": True}
+
+
+def _clock(provider: ProviderDep) -> dict[str, object]:
+    offset = provider.state.clock_offset.total_seconds()
+    return {"now": iso(provider.state.now()), "offset_seconds": offset}

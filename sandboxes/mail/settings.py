@@ -1,0 +1,29 @@
+"""Mail sandbox settings, read from the environment and checked before serving."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from sandboxes import environment
+from sandboxes.environment import SettingsError
+
+DEFAULT_SMTP_PORT = 10025
+DEFAULT_HTTP_PORT = 18083
+
+
+@dataclass(frozen=True)
+class Settings:
+    smtp_port: int
+    http_port: int
+    host: str = environment.DEFAULT_HOST
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Settings:
+        smtp_port = environment.port(env, "MAIL_SANDBOX_SMTP_PORT", DEFAULT_SMTP_PORT)
+        http_port = environment.port(env, "MAIL_SANDBOX_HTTP_PORT", DEFAULT_HTTP_PORT)
+        if smtp_port == http_port:
+            raise SettingsError(
+                f"MAIL_SANDBOX_SMTP_PORT and MAIL_SANDBOX_HTTP_PORT are both {smtp_port}"
+            )
+        return cls(smtp_port, http_port, environment.host(env, "MAIL_SANDBOX_HOST"))

@@ -1,0 +1,133 @@
+"""The mail sandbox's in-memory model: the messages it accepted and the faults.
+
+Pure and synchronous: the SMTP sessions and the HTTP API run on one event loop and call
+it without awaiting in between, so nothing needs a lock.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Literal
+
+from sandboxes.faults import Faults
+from sandboxes.refusals import Refusal
+
+from .parsing import MessageContent, read_message, readable
+
+# The newest messages are kept; older ones are forgotten rather than filling the memory.
+MAX_KEPT = 1000
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_message_id() -> str:
+    return f"msg_{secrets.token_hex(12)}"
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    id: str
+    received_at: datetime
+    mail_from: str
+    rcpt_tos: tuple[str, ...]
+    raw: bytes
+    content: MessageContent
+
+    @property
+    def message_id(self) -> str | None:
+        return self.content.header("Message-ID")
+
+    def to_api(self) -> dict[str, object]:
+        content = self.content
+        return {
+            "id": self.id,
+            "received_at": self.received_at.isoformat(timespec="milliseconds").replace(
+                "+00:00", "Z"
+            ),
+            "mail_from": readable(self.mail_from),
+            "rcpt_tos": [readable(rcpt) for rcpt in self.rcpt_tos],
+            "message_id": self.message_id,
+            "subject": content.header("Subject"),
+            "from": content.header("From"),
+            "to": content.header("To"),
+            "date": content.header("Date"),
+            "headers": [{"name": name, "value": value} for name, value in content.headers],
+            "text": content.text,
+            "html": content.html,
+            "size": len(self.raw),
+            "parse_error": content.parse_error,
+        }
+
+
+@dataclass
+class MailFaults(Faults):
+    drop_after_data: int = 0
+    refuse_next: int = 0
+    refuse_code: int = 451
+    refuse_message: str = ""  # empty: a standard text for the code
+    refuse_at: Literal["data", "rcpt"] = "data"
+    slow_next: int = 0
+    slow_ms: int = 0
+
+    def refusal_reply(self) -> str:
+        standard = (
+            "4.3.0 Temporarily refused by the mail sandbox, try again later"
+            if self.refuse_code < 500
+            else "5.7.1 Refused by the mail sandbox"
+        )
+        return f"{self.refuse_code} {self.refuse_message or standard}"
+
+
+@dataclass
+class MailState:
+    clock: Callable[[], datetime] = utc_now
+    monotonic: Callable[[], float] = time.monotonic
+    make_id: Callable[[], str] = new_message_id
+    messages: deque[StoredMessage] = field(default_factory=lambda: deque(maxlen=MAX_KEPT))
+    faults: MailFaults = field(default_factory=MailFaults)
+    offline_until: float = 0.0
+
+    def store(self, mail_from: str, rcpt_tos: Sequence[str], raw: bytes) -> StoredMessage:
+        message = StoredMessage(
+            self.make_id(), self.clock(), mail_from, tuple(rcpt_tos), raw, read_message(raw)
+        )
+        self.messages.append(message)
+        return message
+
+    def find(self, message_id: str | None, to: str | None) -> list[StoredMessage]:
+        return [
+            message
+            for message in reversed(self.messages)
+            if (message_id is None or message.message_id == message_id)
+            and (to is None or to in message.rcpt_tos)
+        ]
+
+    def get(self, stored_id: str) -> StoredMessage:
+        found = next((m for m in self.messages if m.id == stored_id), None)
+        if found is None:
+            raise Refusal(404, "message_not_found")
+        return found
+
+    def go_offline(self, milliseconds: int) -> None:
+        self.offline_until = self.monotonic() + milliseconds / 1000
+
+    def offline_ms_left(self) -> int:
+        return max(0, round((self.offline_until - self.monotonic()) * 1000))
+
+    def is_offline(self) -> bool:
+        return self.monotonic() < self.offline_until
+
+    def clear_faults(self) -> None:
+        self.faults.clear()
+        self.offline_until = 0.0
+
+    def reset(self) -> None:
+        self.messages.clear()
+        self.clear_faults()

@@ -1,0 +1,146 @@
+"""Starting the real sandbox processes for a test suite.
+
+Each sandbox runs as ``python -m sandboxes.<name>`` on free ports, exactly as it runs
+beside the platform, so its startup configuration is exercised too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+READY_WITHIN_S = 20
+STOP_WITHIN_S = 10
+# A free port may be taken by another process before the sandbox binds it.
+START_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    url: str  # the base URL of its HTTP API
+    ports: Mapping[str, int]  # every port setting, by variable name
+
+
+@dataclass(frozen=True)
+class MailSandbox:
+    url: str
+    smtp_host: str
+    smtp_port: int
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def sandbox_env(**settings: str) -> dict[str, str]:
+    """This process's environment with the repository importable and ``settings`` set."""
+    pythonpath = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": pythonpath, **settings}
+
+
+@contextlib.contextmanager
+def running_sandbox(
+    name: str,
+    log_dir: Path,
+    env: Mapping[str, str],
+    *,
+    http_port: str,
+    other_ports: Sequence[str] = (),
+    ready_path: str = "/_sandbox/faults",
+) -> Iterator[Sandbox]:
+    """Runs ``python -m sandboxes.<name>`` with ``env`` and a free port for each named port
+    setting; yields once ``ready_path`` answers on ``http_port``, and always stops it."""
+    log = log_dir / f"{name}.log"
+    print(f"sandbox {name} logs to {log}")  # shown with the output of a failed test
+    for attempt in range(1, START_ATTEMPTS + 1):
+        ports = {setting: free_port() for setting in (http_port, *other_ports)}
+        url = f"http://127.0.0.1:{ports[http_port]}"
+        process = _start(name, log, {**env, **{k: str(v) for k, v in ports.items()}})
+        try:
+            if _ready(name, f"{url}{ready_path}", process, log, attempt == START_ATTEMPTS):
+                yield Sandbox(url, ports)
+                _still_running(name, process, log)
+                return
+        finally:
+            _stop(process)
+
+
+def _start(name: str, log: Path, env: Mapping[str, str]) -> subprocess.Popen[bytes]:
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", f"sandboxes.{name}"],
+            cwd=REPO_ROOT,
+            env=dict(env),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def _ready(
+    name: str, url: str, process: subprocess.Popen[bytes], log: Path, last_try: bool
+) -> bool:
+    """True once ``url`` answers; False if the process lost its port to another one."""
+    deadline = time.monotonic() + READY_WITHIN_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            output = log.read_text(errors="replace")
+            if "address already in use" in output.lower() and not last_try:
+                return False
+            pytest.fail(f"sandbox {name} exited with {process.returncode}:\n{output}")
+        try:
+            httpx.get(url, timeout=0.5)
+            return True
+        except httpx.TransportError:
+            time.sleep(0.1)
+    pytest.fail(f"sandbox {name} did not start:\n{log.read_text(errors='replace')}")
+
+
+def _still_running(name: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    if process.poll() is not None:
+        pytest.fail(f"sandbox {name} died during the tests:\n{log.read_text(errors='replace')}")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=STOP_WITHIN_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+@contextlib.contextmanager
+def running_lock_provider(log_dir: Path, api_key: str, devices: Sequence[str]) -> Iterator[str]:
+    """The sandbox lock provider with ``devices``; yields its base URL."""
+    env = sandbox_env(LOCK_PROVIDER_API_KEY=api_key, LOCK_PROVIDER_DEVICES=",".join(devices))
+    with running_sandbox("lock_provider", log_dir, env, http_port="LOCK_PROVIDER_PORT") as box:
+        yield box.url
+
+
+@contextlib.contextmanager
+def running_mail_sandbox(log_dir: Path) -> Iterator[MailSandbox]:
+    """The mail sandbox; yields its HTTP base URL and its SMTP address."""
+    with running_sandbox(
+        "mail",
+        log_dir,
+        sandbox_env(),
+        http_port="MAIL_SANDBOX_HTTP_PORT",
+        other_ports=["MAIL_SANDBOX_SMTP_PORT"],
+    ) as box:
+        yield MailSandbox(box.url, "127.0.0.1", box.ports["MAIL_SANDBOX_SMTP_PORT"])
