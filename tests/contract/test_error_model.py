@@ -1,0 +1,76 @@
+"""Every refusal of every service travels the same way: its kind's one status code, and an
+ErrorInfo with its reason and the service's error domain."""
+
+from __future__ import annotations
+
+import inspect
+from types import ModuleType
+
+import grpc
+import pytest
+from google.rpc import error_details_pb2, status_pb2
+
+from servicekit.errors import STATUS_OF_KIND, status_for
+from servicekit.refusals import IdempotencyConflict, Refusal
+from services.booking import bootstrap as booking
+from services.booking.domain import errors as booking_errors
+from services.payment import bootstrap as payment
+from services.payment.domain import errors as payment_errors
+
+SERVICES: dict[str, tuple[ModuleType, str]] = {
+    "booking": (booking_errors, booking.ERROR_DOMAIN),
+    "payment": (payment_errors, payment.ERROR_DOMAIN),
+}
+
+
+def refusals_of(module: ModuleType) -> list[type[Refusal]]:
+    """Every refusal a service can raise: its own and the shared ones it uses."""
+    return [
+        value
+        for value in vars(module).values()
+        if inspect.isclass(value) and issubclass(value, Refusal) and value is not Refusal
+    ]
+
+
+def an_instance(kind: type[Refusal]) -> Refusal:
+    return kind("an example id")
+
+
+def _info(status: grpc.Status) -> error_details_pb2.ErrorInfo:
+    [(key, value)] = status.trailing_metadata
+    assert key == "grpc-status-details-bin"
+    details = status_pb2.Status.FromString(value)
+    assert details.code == status.code.value[0] and details.message == status.details
+    info = error_details_pb2.ErrorInfo()
+    [packed] = details.details
+    assert packed.Unpack(info)
+    return info
+
+
+@pytest.mark.parametrize("service", sorted(SERVICES))
+def test_every_refusal_maps_to_its_kinds_status_with_its_reason_and_domain(service: str) -> None:
+    module, domain = SERVICES[service]
+    kinds = refusals_of(module)
+    assert len(kinds) >= 6, kinds  # the module is the service's whole list
+    for kind in kinds:
+        refusal = an_instance(kind)
+        status = status_for(refusal, domain)
+        assert status.code == STATUS_OF_KIND[kind.kind], kind
+        info = _info(status)
+        assert (info.reason, info.domain) == (kind.reason, domain), kind
+        assert info.reason and info.reason != Refusal.reason, f"{kind} declares no reason"
+        assert dict(info.metadata) == refusal.metadata
+
+
+def test_an_idempotency_conflict_has_one_status_code_in_every_service() -> None:
+    codes = {
+        status_for(kind("k"), domain).code
+        for module, domain in SERVICES.values()
+        for kind in refusals_of(module)
+        if issubclass(kind, IdempotencyConflict)
+    }
+    assert codes == {grpc.StatusCode.ALREADY_EXISTS}
+
+
+def test_a_refusal_of_a_kind_without_a_status_cannot_exist() -> None:
+    assert {kind for kind in STATUS_OF_KIND} == set(type(next(iter(STATUS_OF_KIND))))
