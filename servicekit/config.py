@@ -59,6 +59,14 @@ def database_url(name: str) -> str:
     return url
 
 
+def hashing_secret(name: str) -> bytes:
+    """A secret for keyed hashes; a short one would make the stored hashes guessable."""
+    secret = required(name)
+    if len(secret) < 16:
+        raise SettingError(name, "must be at least 16 characters")
+    return secret.encode()
+
+
 def secret_list(name: str) -> list[str]:
     """A comma-separated list of secrets (several during a rotation)."""
     values = [part.strip() for part in required(name).split(",") if part.strip()]

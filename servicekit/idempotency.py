@@ -7,11 +7,8 @@ operation is an unrelated request. Beside it is the request's fingerprint, SHA-2
 the canonical form of every field that changes what was asked (key order and white space
 never matter), and the id of what the request produced.
 
-Claiming a key inserts its row or, when the row exists, waits for the transaction that
-wrote it and locks it: concurrent duplicates are serialised, not raced, and only the
-expected key conflict counts as a replay (ON CONFLICT names the primary key; any other
-violation is an error). A replay with another fingerprint is a conflict, never a change.
-Rows are kept as long as the resource they name.
+Pure: the hashing and the fingerprint. Claiming a key in the database is
+`servicekit.idempotency_keys`.
 """
 
 from __future__ import annotations
@@ -21,11 +18,6 @@ import hmac
 import json
 from dataclasses import dataclass
 from typing import Any
-
-from sqlalchemy import Table, select
-from sqlalchemy.ext.asyncio import AsyncSession
-
-from servicekit import driver_sql
 
 _SEPARATOR = "\x1f"  # cannot appear in a valid key, so the parts never run into each other
 
@@ -53,40 +45,3 @@ class Claim:
 
     def matches(self, fingerprint: bytes) -> bool:
         return hmac.compare_digest(self.fingerprint, fingerprint)
-
-
-class IdempotencyKeys:
-    """The service's `idempotency_keys` table (servicekit.schema), in the caller's transaction."""
-
-    _COLUMNS = ("org_id", "operation", "key_hash", "fingerprint", "resource_id")
-
-    def __init__(self, table: Table) -> None:
-        self.table = table
-        self._claim_sql = (
-            driver_sql.insert_sql(table, self._COLUMNS)
-            + " ON CONFLICT (org_id, operation, key_hash) DO NOTHING RETURNING resource_id"
-        )
-
-    async def claim(
-        self,
-        session: AsyncSession,
-        org_id: str,
-        operation: str,
-        hashed_key: bytes,
-        fingerprint: bytes,
-        resource_id: str,
-    ) -> Claim:
-        """Claims the key for `resource_id`, or returns what an earlier request claimed."""
-        key = {"org_id": org_id, "operation": operation, "key_hash": hashed_key}
-        params = {**key, "fingerprint": fingerprint, "resource_id": resource_id}
-        if await driver_sql.fetch_one(session, self._claim_sql, params) is not None:
-            return Claim(fingerprint, resource_id, is_new=True)
-        t = self.table.c
-        row = (
-            await session.execute(
-                select(t.fingerprint, t.resource_id)
-                .where(t.org_id == org_id, t.operation == operation, t.key_hash == hashed_key)
-                .with_for_update()
-            )
-        ).one()
-        return Claim(bytes(row.fingerprint), str(row.resource_id), is_new=False)

@@ -1,7 +1,7 @@
-"""The tables of the eventing mechanics, added to each service's own metadata.
+"""The tables of the mechanics every service repeats, added to each service's own metadata.
 
-Every service owns its database, so every service has its own outbox, inbox, timers
-and audit log, with the same shape everywhere.
+Every service owns its database, so every service has its own outbox, inbox, timers,
+audit log, incidents and idempotency keys, with the same shape everywhere.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ class EventingTables:
     timers: Table
     audit_log: Table
     incidents: Table
+    idempotency_keys: Table
 
 
 def add_eventing_tables(metadata: MetaData) -> EventingTables:
@@ -53,6 +54,7 @@ def add_eventing_tables(metadata: MetaData) -> EventingTables:
         timers=_timers(metadata),
         audit_log=_audit_log(metadata),
         incidents=_incidents(metadata),
+        idempotency_keys=_idempotency_keys(metadata),
     )
 
 
@@ -174,3 +176,19 @@ def _incidents(metadata: MetaData) -> Table:
         postgresql_where=text("state = 'open'"),
     )
     return table
+
+
+def _idempotency_keys(metadata: MetaData) -> Table:
+    """One row per Idempotency-Key per organisation and operation (servicekit.idempotency)."""
+    return Table(
+        "idempotency_keys",
+        metadata,
+        Column("org_id", Text, nullable=False),
+        Column("operation", Text, nullable=False),
+        # HMAC of organisation, operation and key: the key itself is never stored.
+        Column("key_hash", LargeBinary, nullable=False),
+        Column("fingerprint", LargeBinary, nullable=False),
+        Column("resource_id", Text, nullable=False),
+        now_column("created_at"),
+        PrimaryKeyConstraint("org_id", "operation", "key_hash", name="idempotency_keys_pkey"),
+    )

@@ -9,6 +9,7 @@ from liftfit.booking.v1 import booking_pb2
 
 from servicekit.consumer import InboxConsumer
 from servicekit.db import make_engine, make_session_factory
+from servicekit.idempotency_keys import IdempotencyKeys
 from servicekit.inbox import Inbox
 from servicekit.incidents import Incidents
 from servicekit.kafka import ProducerLink, make_consumer, make_producer
@@ -65,12 +66,13 @@ def bootstrap(settings: Settings) -> BookingApp:
     """Wires the service; call it inside the event loop that will run it."""
     engine = make_engine(settings.database_url, pool_size=settings.db_pool_size)
     sessions = make_session_factory(engine)
-    policy = Policy(settings.idempotency_secret, settings.hold_seconds, settings.terms_version)
+    policy = Policy(settings.hold_seconds, settings.terms_version)
+    keys = IdempotencyKeys(orm.eventing.idempotency_keys, settings.idempotency_secret)
     timers = Timers(orm.eventing.timers)
     effects = Effects(
         Outbox(orm.eventing.outbox, producer=SERVICE), timers, settings.topic("booking.events")
     )
-    uows = unit_of_work_factory(sessions, effects, policy)
+    uows = unit_of_work_factory(sessions, effects, policy, keys)
     producer = ProducerLink(lambda: make_producer(settings.kafka_bootstrap, SERVICE), SERVICE)
     inbox = Inbox(SERVICE, sessions, orm.eventing.inbox, event_handlers(uows), producer)
     topics = [settings.topic("payment.events"), settings.topic("access.events")]

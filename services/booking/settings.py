@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from servicekit import config
-from servicekit.config import SettingError
 
 
 @dataclass(frozen=True)
@@ -26,7 +25,7 @@ class Settings:
             kafka_bootstrap=config.required("KAFKA_BOOTSTRAP"),
             grpc_address=config.optional("BOOKING_GRPC_ADDRESS", "127.0.0.1:50051"),
             topic_prefix=config.optional("TOPIC_PREFIX", ""),
-            idempotency_secret=_secret(),
+            idempotency_secret=config.hashing_secret("BOOKING_IDEMPOTENCY_SECRET"),
             hold_seconds=config.integer("BOOKING_HOLD_SECONDS", 900, minimum=1),
             terms_version=config.optional("BOOKING_TERMS_VERSION", "2026-11"),
             db_pool_size=config.integer("BOOKING_DB_POOL_SIZE", 16, minimum=1),
@@ -34,11 +33,3 @@ class Settings:
 
     def topic(self, name: str) -> str:
         return f"{self.topic_prefix}{name}"
-
-
-def _secret() -> bytes:
-    secret = config.required("BOOKING_IDEMPOTENCY_SECRET")
-    # A short secret makes the stored key hashes guessable.
-    if len(secret) < 16:
-        raise SettingError("BOOKING_IDEMPOTENCY_SECRET", "must be at least 16 characters")
-    return secret.encode()

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from servicekit import db, kafka
 from servicekit.consumer import InboxConsumer
+from servicekit.idempotency_keys import IdempotencyKeys
 from servicekit.inbox import Inbox
 from servicekit.incidents import Incidents
 from servicekit.kafka import ProducerLink
@@ -90,8 +91,9 @@ def bootstrap(settings: Settings, gateway: CardGateway | None = None) -> Payment
         timers=Timers(tables.eventing.timers),
         topic=settings.payment_events_topic,
     )
+    keys = IdempotencyKeys(tables.eventing.idempotency_keys, settings.idempotency_secret)
     deps = PaymentDeps(
-        uows=unit_of_work_factory(sessions, tables, effects),
+        uows=unit_of_work_factory(sessions, tables, effects, keys),
         gateway=gateway or _http_gateway(settings),
         policy=_job_policy(settings),
         webhook_secrets=settings.webhook_secrets,

@@ -15,6 +15,7 @@ class Settings:
     card_gateway_url: str
     card_gateway_api_key: str
     webhook_secrets: tuple[str, ...]
+    idempotency_secret: bytes
     grpc_address: str = "127.0.0.1:50052"
     topic_prefix: str = ""
     notification_receiver_address: str = ""  # empty: no receiver (the HTTP gateway forwards)
@@ -33,6 +34,7 @@ class Settings:
             card_gateway_url=_http_url("CARD_GATEWAY_URL", config.required("CARD_GATEWAY_URL")),
             card_gateway_api_key=config.required("CARD_GATEWAY_API_KEY"),
             webhook_secrets=tuple(config.secret_list("PAYMENT_WEBHOOK_SECRETS")),
+            idempotency_secret=config.hashing_secret("PAYMENT_IDEMPOTENCY_SECRET"),
             grpc_address=config.optional("PAYMENT_GRPC_ADDRESS", "127.0.0.1:50052"),
             topic_prefix=config.optional("TOPIC_PREFIX", ""),
             notification_receiver_address=_address("PAYMENT_NOTIFICATION_RECEIVER_ADDRESS"),

@@ -13,6 +13,7 @@ from sqlalchemy import func, select
 from servicekit.grpc_server import reason_of
 from services.booking.adapters import orm
 from tests.booking.harness import BookingHarness, new_id, new_key, reason_of_call
+from tests.support.stored import columns_holding
 
 
 async def _live_bookings_on(booking: BookingHarness, slot_id: str) -> int:
@@ -95,8 +96,9 @@ async def test_the_idempotency_key_is_stored_only_as_a_keyed_hash(booking: Booki
     key = new_key()
     await booking.checkout(slot.slot_id, new_id(), key=key)
     async with booking.app.uows.sessions() as session:
-        stored = (await session.execute(select(orm.idempotency_attempts.c.key_hash))).scalars()
+        stored = (await session.execute(select(orm.eventing.idempotency_keys.c.key_hash))).scalars()
         hashes = [bytes(value) for value in stored]
+        assert await columns_holding(session, key) == []
     assert len(hashes) == 1 and key.encode() not in hashes[0] and len(hashes[0]) == 32
 
 

@@ -8,6 +8,7 @@ PaymentApp, started in-process, whose notification receiver the gateway is told 
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ def test_settings(
         card_gateway_api_key=API_KEY,
         # The service knows the old secret and the new one; the gateway signs with both.
         webhook_secrets=SECRETS,
+        idempotency_secret=f"test-secret-{uuid.uuid4().hex}".encode(),
         grpc_address="127.0.0.1:0",
         topic_prefix=prefix,
         notification_receiver_address="127.0.0.1:0",

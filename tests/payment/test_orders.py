@@ -8,8 +8,10 @@ import uuid
 import grpc
 import pytest
 from liftfit.payment.v1 import events_pb2, payment_pb2
+from sqlalchemy import select
 
 from tests.payment.harness import Harness, eventually, trailing
+from tests.support.stored import columns_holding
 
 Reply = payment_pb2.OrderReply
 
@@ -216,3 +218,21 @@ async def _order_in(harness: Harness, org: str, order_id: str, state: str) -> No
         return bool(order.state == state)
 
     await eventually(reached)
+
+
+async def test_a_replay_is_found_by_the_keys_hash_and_no_table_holds_the_key(
+    harness: Harness,
+) -> None:
+    code = await _plan(harness, "pass")
+    org = str(uuid.uuid4())
+    key = f"order-{uuid.uuid4().hex}"
+    first = await _order(harness, org, key, code)
+    replay = await _order(harness, org, key, code)
+    assert replay.replayed and replay.order.order_id == first.order.order_id
+    keys = harness.app.tables.eventing.idempotency_keys.c
+    async with harness.app.sessions() as session:
+        stored = (await session.execute(select(keys.key_hash, keys.resource_id))).all()
+        assert [row.resource_id for row in stored] == [first.order.order_id]
+        assert len(stored[0].key_hash) == 32  # an HMAC-SHA256, not the key
+        assert await columns_holding(session, key) == []
+        assert "orders.org_id" in await columns_holding(session, org)  # the search finds things

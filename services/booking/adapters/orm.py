@@ -14,11 +14,9 @@ from sqlalchemy import (
     Column,
     DateTime,
     ForeignKey,
-    ForeignKeyConstraint,
     Identity,
     Index,
     Integer,
-    LargeBinary,
     MetaData,
     PrimaryKeyConstraint,
     Table,
@@ -116,23 +114,6 @@ Index(
     postgresql_where=text("state IN ('pending', 'confirmed')"),
 )
 Index("bookings_by_org_newest_first", bookings.c.org_id, bookings.c.created_at.desc())
-
-# One row per idempotency key per organisation and operation; the key itself is never stored.
-idempotency_attempts = Table(
-    "idempotency_attempts",
-    metadata,
-    Column("org_id", Text, nullable=False),
-    Column("operation", Text, nullable=False),
-    Column("key_hash", LargeBinary, nullable=False),
-    Column("fingerprint", LargeBinary, nullable=False),
-    Column("booking_id", UUID(as_uuid=False), nullable=False),
-    now_column("created_at"),
-    PrimaryKeyConstraint("org_id", "operation", "key_hash", name="idempotency_attempts_pkey"),
-    # Deferred: a checkout claims its key before the booking row exists.
-    ForeignKeyConstraint(
-        ["booking_id"], ["bookings.booking_id"], deferrable=True, initially="DEFERRED"
-    ),
-)
 
 pass_balances = Table(
     "pass_balances",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy import select, update
@@ -180,50 +179,3 @@ def _require_in_org(booking: Booking | None, org_id: str, booking_id: str) -> Bo
     if booking is None or booking.org_id != org_id:
         raise NotFound(f"booking {booking_id} not found")
     return booking
-
-
-@dataclass(frozen=True)
-class Attempt:
-    fingerprint: bytes
-    booking_id: str
-    is_new: bool
-
-
-_CLAIM_ATTEMPT = (
-    "INSERT INTO idempotency_attempts (org_id, operation, key_hash, fingerprint, booking_id)"
-    " VALUES (%(org_id)s, %(operation)s, %(key_hash)s, %(fingerprint)s, %(booking_id)s)"
-    " ON CONFLICT (org_id, operation, key_hash) DO NOTHING RETURNING booking_id"
-)
-
-
-class AttemptRepository:
-    """Idempotency attempts; claiming one serialises every request under the same key."""
-
-    def __init__(self, session: AsyncSession) -> None:
-        self._session = session
-
-    async def claim(
-        self, org_id: str, operation: str, key_hash: bytes, fingerprint: bytes, booking_id: str
-    ) -> Attempt:
-        """Inserts the attempt, or waits for and locks the one a committed request made.
-
-        ON CONFLICT names the primary key only: a concurrent duplicate waits on the first
-        insert and then sees it committed, and any other violation is raised as an error.
-        """
-        key = {"org_id": org_id, "operation": operation, "key_hash": key_hash}
-        claimed = await driver_sql.fetch_one(
-            self._session,
-            _CLAIM_ATTEMPT,
-            {**key, "fingerprint": fingerprint, "booking_id": booking_id},
-        )
-        if claimed is not None:
-            return Attempt(fingerprint, booking_id, is_new=True)
-        t = orm.idempotency_attempts.c
-        row = (
-            await self._session.execute(
-                select(t.fingerprint, t.booking_id)
-                .where(t.org_id == org_id, t.operation == operation, t.key_hash == key_hash)
-                .with_for_update()
-            )
-        ).one()
-        return Attempt(bytes(row.fingerprint), str(row.booking_id), is_new=False)

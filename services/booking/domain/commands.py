@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from servicekit import validation
+from servicekit.idempotency import fingerprint
 from services.booking.domain.errors import InvalidIdempotencyKey, invalid_fields_refused
-from services.booking.domain.idempotency import fingerprint
 from services.booking.domain.model import Money, PaymentMode, TimeRange
 
 MAX_PARTY_SIZE = 4
@@ -65,7 +65,13 @@ class Checkout:
         return cls(org_id, user, key, slot_id, party_size, PaymentMode(payment_mode))
 
     def fingerprint(self) -> bytes:
-        return fingerprint(self.slot_id, self.org_id, self.user, self.party_size, self.payment_mode)
+        return fingerprint(
+            slot_id=self.slot_id,
+            org_id=self.org_id,
+            user=self.user,
+            party_size=self.party_size,
+            payment_mode=self.payment_mode.value,
+        )
 
 
 @dataclass(frozen=True)
@@ -80,7 +86,7 @@ class CancelBooking:
         identifier("booking_id", self.booking_id)
 
     def fingerprint(self) -> bytes:
-        return fingerprint(self.booking_id, self.org_id, self.user)
+        return fingerprint(booking_id=self.booking_id, org_id=self.org_id, user=self.user)
 
 
 @dataclass(frozen=True)
@@ -97,7 +103,12 @@ class RescheduleBooking:
         identifier("new_slot_id", self.new_slot_id)
 
     def fingerprint(self) -> bytes:
-        return fingerprint(self.booking_id, self.new_slot_id, self.org_id, self.user)
+        return fingerprint(
+            booking_id=self.booking_id,
+            new_slot_id=self.new_slot_id,
+            org_id=self.org_id,
+            user=self.user,
+        )
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from servicekit import tracing
-from services.booking.adapters.repository import Attempt
+from servicekit.idempotency import Claim
 from services.booking.domain.commands import CancelBooking, Checkout, RescheduleBooking
 from services.booking.domain.errors import IdempotencyConflict
-from services.booking.domain.idempotency import key_hash
 from services.booking.domain.model import Booking, BookingState, PassBalance, PaymentMode, Slot
 from services.booking.service_layer import messages
 from services.booking.service_layer.slot_release import release_slot
@@ -36,7 +35,7 @@ async def checkout(uow: UnitOfWork, command: Checkout) -> BookingOutcome:
         return await _replay(uow, command.org_id, attempt, fingerprint)
     slot = await uow.slots.lock(command.slot_id)
     slot.require_bookable_at(datetime.now(UTC))
-    booking = _open_booking(uow, command, slot, attempt.booking_id)
+    booking = _open_booking(uow, command, slot, attempt.resource_id)
     if command.payment_mode is PaymentMode.PASS:
         await _redeem_pass(uow, booking, slot)
     else:
@@ -137,14 +136,14 @@ async def reschedule_booking(uow: UnitOfWork, command: RescheduleBooking) -> Boo
 
 async def _claim(
     uow: UnitOfWork, org_id: str, operation: str, key: str, fingerprint: bytes, booking_id: str
-) -> Attempt:
-    hashed = key_hash(uow.policy.idempotency_secret, org_id, operation, key)
-    return await uow.attempts.claim(org_id, operation, hashed, fingerprint, booking_id)
+) -> Claim:
+    return await uow.idempotency.claim(org_id, operation, key, fingerprint, booking_id)
 
 
 async def _replay(
-    uow: UnitOfWork, org_id: str, attempt: Attempt, fingerprint: bytes
+    uow: UnitOfWork, org_id: str, attempt: Claim, fingerprint: bytes
 ) -> BookingOutcome:
-    if attempt.fingerprint != fingerprint:
+    if not attempt.matches(fingerprint):
         raise IdempotencyConflict("this Idempotency-Key was used for a different request")
-    return BookingOutcome(await uow.bookings.get_in_org(org_id, attempt.booking_id), replayed=True)
+    booking = await uow.bookings.get_in_org(org_id, attempt.resource_id)
+    return BookingOutcome(booking, replayed=True)

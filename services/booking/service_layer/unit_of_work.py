@@ -10,11 +10,11 @@ from datetime import datetime
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from servicekit import unit_of_work as kit
+from servicekit.idempotency_keys import IdempotencyKeys
 from services.booking.adapters.catalogue import SpaceRepository, UnownedPaymentRepository
 from services.booking.adapters.disclosures import DisclosureRepository
 from services.booking.adapters.passes import PassRepository
 from services.booking.adapters.repository import (
-    AttemptRepository,
     BookingRepository,
     SlotRepository,
     slot_taken_is_unavailable,
@@ -27,19 +27,20 @@ RELEASE_UNPAID_HOLD = "release_unpaid_hold"
 class Policy:
     """The service's configuration as the handlers see it."""
 
-    idempotency_secret: bytes
     hold_seconds: int
     terms_version: str
 
 
 class UnitOfWork(kit.UnitOfWork):
-    def __init__(self, session: AsyncSession, effects: kit.Effects, policy: Policy) -> None:
+    def __init__(
+        self, session: AsyncSession, effects: kit.Effects, policy: Policy, keys: IdempotencyKeys
+    ) -> None:
         super().__init__(session, effects)
         self.policy = policy
+        self.idempotency = keys.within(session)
         self.spaces = SpaceRepository(session)
         self.slots = SlotRepository(session)
         self.bookings = BookingRepository(session)
-        self.attempts = AttemptRepository(session)
         self.passes = PassRepository(session)
         self.disclosures = DisclosureRepository(session)
         self.unowned_payments = UnownedPaymentRepository(session)
@@ -63,6 +64,9 @@ UnitOfWorkFactory = kit.UnitOfWorkFactory[UnitOfWork]
 
 
 def unit_of_work_factory(
-    sessions: async_sessionmaker[AsyncSession], effects: kit.Effects, policy: Policy
+    sessions: async_sessionmaker[AsyncSession],
+    effects: kit.Effects,
+    policy: Policy,
+    keys: IdempotencyKeys,
 ) -> UnitOfWorkFactory:
-    return UnitOfWorkFactory(sessions, lambda session: UnitOfWork(session, effects, policy))
+    return UnitOfWorkFactory(sessions, lambda session: UnitOfWork(session, effects, policy, keys))

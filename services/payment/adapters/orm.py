@@ -9,7 +9,6 @@ from sqlalchemy import (
     CheckConstraint,
     Column,
     DateTime,
-    ForeignKeyConstraint,
     Index,
     Integer,
     MetaData,
@@ -28,7 +27,6 @@ class Tables:
     metadata: MetaData
     plans: Table
     orders: Table
-    order_commands: Table
     payments: Table
     eventing: EventingTables
 
@@ -82,28 +80,6 @@ def _orders(metadata: MetaData) -> Table:
     return table
 
 
-def _order_commands(metadata: MetaData) -> Table:
-    return Table(
-        "order_commands",
-        metadata,
-        Column("organization_id", Text, nullable=False),
-        Column("key", Text, nullable=False),
-        Column("fingerprint", Text, nullable=False),
-        Column("order_id", UUID(as_uuid=True), nullable=False),
-        now_column("created_at"),
-        # Kept as long as the order: a replay after any time returns the same order.
-        PrimaryKeyConstraint("organization_id", "key", name="order_commands_pkey"),
-        # Deferred, because the command is claimed first and the order written after it.
-        ForeignKeyConstraint(
-            ["order_id"],
-            ["orders.order_id"],
-            name="order_commands_order_fkey",
-            deferrable=True,
-            initially="DEFERRED",
-        ),
-    )
-
-
 def _payments(metadata: MetaData) -> Table:
     return Table(
         "payments",
@@ -137,7 +113,6 @@ def build_tables() -> Tables:
         metadata=metadata,
         plans=_plans(metadata),
         orders=_orders(metadata),
-        order_commands=_order_commands(metadata),
         payments=_payments(metadata),
         eventing=add_eventing_tables(metadata),
     )

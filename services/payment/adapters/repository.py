@@ -178,26 +178,6 @@ class OrderRepository:
             {"key": f"orders:{org_id}"},
         )
 
-    async def command(self, org_id: str, key: str) -> Any:
-        t = self._tables.order_commands.c
-        query = select(self._tables.order_commands).where(t.organization_id == org_id, t.key == key)
-        return (await self._session.execute(query)).first()
-
-    async def claim_command(
-        self, org_id: str, key: str, fingerprint: str, order_id: uuid.UUID
-    ) -> bool:
-        """Inserts the command; False only on the expected (organization_id, key) conflict.
-
-        ON CONFLICT names that one constraint, so any other database error still raises.
-        """
-        statement = (
-            insert(self._tables.order_commands)
-            .values(organization_id=org_id, key=key, fingerprint=fingerprint, order_id=order_id)
-            .on_conflict_do_nothing(constraint="order_commands_pkey")
-            .returning(self._tables.order_commands.c.key)
-        )
-        return (await self._session.execute(statement)).first() is not None
-
     async def plan(self, code: str, version: int) -> Plan | None:
         t = self._tables.plans.c
         query = select(self._tables.plans).where(t.plan_code == code, t.plan_version == version)

@@ -7,8 +7,6 @@ raw request bytes: key order and white space do not change a purchase, a plan ve
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 import uuid
 from dataclasses import dataclass
@@ -16,6 +14,7 @@ from datetime import datetime
 from typing import Final
 
 from servicekit import validation
+from servicekit.idempotency import fingerprint
 from services.payment.domain.errors import (
     InvalidIdempotencyKey,
     InvalidPlan,
@@ -91,7 +90,7 @@ class CreateOrder:
         with invalid_fields_refused():
             validation.integer("plan_version", self.plan_version, 1, MAX_PLAN_VERSION)
 
-    def fingerprint(self) -> str:
+    def fingerprint(self) -> bytes:
         return order_fingerprint(self.plan_code, self.plan_version)
 
 
@@ -123,18 +122,13 @@ def plan_code(code: str, as_error: type[InvalidRequest] = InvalidRequest) -> str
         )
 
 
-def order_fingerprint(plan_code: str, plan_version: int) -> str:
+def order_fingerprint(plan_code: str, plan_version: int) -> bytes:
     """SHA-256 over the canonical form of every field that changes the purchase intent.
 
     A new intent-changing field must be added here, or a changed request would be taken
     for a replay.
     """
-    canonical = json.dumps(
-        {"plan_code": normalise_plan_code(plan_code), "plan_version": int(plan_version)},
-        sort_keys=True,
-        separators=(",", ":"),
-    )
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return fingerprint(plan_code=normalise_plan_code(plan_code), plan_version=int(plan_version))
 
 
 def check_idempotency_key(key: str) -> str:

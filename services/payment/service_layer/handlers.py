@@ -8,6 +8,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from servicekit.idempotency import Claim
 from services.payment.adapters.card_gateway import GatewayRefused, GatewayUnavailable
 from services.payment.domain import payment_states as states
 from services.payment.domain.errors import (
@@ -25,7 +26,6 @@ from services.payment.domain.orders import (
     CreateOrder,
     Order,
     Plan,
-    check_idempotency_key,
     normalise_plan_code,
 )
 from services.payment.domain.payment import Payment, RemotePayment
@@ -37,6 +37,7 @@ from services.payment.service_layer.transitions import apply_remote
 from services.payment.service_layer.unit_of_work import UnitOfWork
 
 log = logging.getLogger(__name__)
+CREATE_ORDER = "create_order"  # the operation an order's Idempotency-Key is scoped to
 
 
 @dataclass(frozen=True)
@@ -51,31 +52,28 @@ class OrderView:
 
 async def create_order(deps: PaymentDeps, command: CreateOrder) -> OrderView:
     """One Idempotency-Key, one order: a replay returns it, a changed request is refused."""
-    check_idempotency_key(command.idempotency_key)
     fingerprint = command.fingerprint()
     async with deps.uows.transaction() as uow:
         await uow.orders.lock_organisation(command.org_id)
         order_id = uuid.uuid4()
-        claimed = await uow.orders.claim_command(
-            command.org_id, command.idempotency_key, fingerprint, order_id
+        claim = await uow.idempotency.claim(
+            command.org_id, CREATE_ORDER, command.idempotency_key, fingerprint, str(order_id)
         )
-        if not claimed:
-            return await _replay(uow, command, fingerprint)
+        if not claim.is_new:
+            return await _replay(uow, claim, fingerprint)
         order = await _new_order(uow, command, order_id)
         payment = await _open_order_payment(uow, order)
         return OrderView(order, await uow.payments.row(payment.payment_id))
 
 
-async def _replay(uow: UnitOfWork, command: CreateOrder, fingerprint: str) -> OrderView:
-    stored = await uow.orders.command(command.org_id, command.idempotency_key)
-    if stored is None:  # the claim conflicted, so the row exists; anything else is a fault
-        raise RuntimeError("order command vanished after its key conflicted")
-    if stored.fingerprint != fingerprint:
+async def _replay(uow: UnitOfWork, claim: Claim, fingerprint: bytes) -> OrderView:
+    if not claim.matches(fingerprint):
         raise IdempotencyConflict("the key was used for another order")
-    order = await uow.orders.get(stored.order_id)
-    payment = await uow.payments.for_order(stored.order_id)
+    order_id = uuid.UUID(claim.resource_id)
+    order = await uow.orders.get(order_id)
+    payment = await uow.payments.for_order(order_id)
     if order is None or payment is None:
-        raise RuntimeError(f"order {stored.order_id} of a stored command is missing")
+        raise RuntimeError(f"order {order_id} of a claimed key is missing")
     await _resume_creation(uow, payment)
     return OrderView(order, await uow.payments.row(payment.payment_id), replayed=True)
 

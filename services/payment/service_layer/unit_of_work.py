@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from servicekit import unit_of_work as kit
+from servicekit.idempotency_keys import IdempotencyKeys
 from services.payment.adapters.orm import Tables
 from services.payment.adapters.repository import (
     IncidentRepository,
@@ -15,8 +16,11 @@ from services.payment.adapters.repository import (
 
 
 class UnitOfWork(kit.UnitOfWork):
-    def __init__(self, session: AsyncSession, tables: Tables, effects: kit.Effects) -> None:
+    def __init__(
+        self, session: AsyncSession, tables: Tables, effects: kit.Effects, keys: IdempotencyKeys
+    ) -> None:
         super().__init__(session, effects)
+        self.idempotency = keys.within(session)
         self.payments = PaymentRepository(session, tables)
         self.orders = OrderRepository(session, tables)
         self.incidents = IncidentRepository(session, tables)
@@ -27,6 +31,9 @@ UnitOfWorkFactory = kit.UnitOfWorkFactory[UnitOfWork]
 
 
 def unit_of_work_factory(
-    sessions: async_sessionmaker[AsyncSession], tables: Tables, effects: kit.Effects
+    sessions: async_sessionmaker[AsyncSession],
+    tables: Tables,
+    effects: kit.Effects,
+    keys: IdempotencyKeys,
 ) -> UnitOfWorkFactory:
-    return UnitOfWorkFactory(sessions, lambda session: UnitOfWork(session, tables, effects))
+    return UnitOfWorkFactory(sessions, lambda session: UnitOfWork(session, tables, effects, keys))

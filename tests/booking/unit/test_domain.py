@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from servicekit.idempotency import key_hash
 from services.booking.domain.commands import (
     CancelBooking,
     Checkout,
@@ -22,7 +23,6 @@ from services.booking.domain.errors import (
     InvalidRequest,
     SlotUnavailable,
 )
-from services.booking.domain.idempotency import key_hash
 from services.booking.domain.model import (
     Booking,
     BookingState,

@@ -18,7 +18,7 @@ from services.payment.domain.orders import (
 
 def test_the_fingerprint_is_sha256_of_the_canonical_fields() -> None:
     canonical = b'{"plan_code":"team","plan_version":1}'
-    assert order_fingerprint("team", 1) == hashlib.sha256(canonical).hexdigest()
+    assert order_fingerprint("team", 1) == hashlib.sha256(canonical).digest()
 
 
 def test_case_and_white_space_of_the_plan_code_do_not_change_the_fingerprint() -> None:
