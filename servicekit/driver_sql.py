@@ -26,7 +26,17 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 Params = Mapping[str, Any]
 
-__all__ = ["Jsonb", "constraint_of", "execute", "fetch_all", "fetch_one", "insert_sql", "pipeline"]
+__all__ = [
+    "Jsonb",
+    "constraint_of",
+    "execute",
+    "fetch_all",
+    "fetch_one",
+    "insert_sql",
+    "pipeline",
+    "select_sql",
+    "update_sql",
+]
 
 
 async def driver_connection(session: AsyncSession) -> psycopg.AsyncConnection[Any]:
@@ -87,10 +97,46 @@ def _as_sqlalchemy_errors(sql: str, params: Params | None) -> Iterator[None]:
         raise DBAPIError.instance(sql, dict(params or {}), error, psycopg.Error) from error
 
 
+# Statements built once per table from its SQLAlchemy `Table`, so no repository writes a
+# table or column name by hand; a misspelt column fails at import, not on the first request.
+
+
 def insert_sql(table: Table, columns: tuple[str, ...]) -> str:
-    """An INSERT of the named columns with named placeholders, built once per table."""
-    names = ", ".join(f'"{name}"' for name in columns)
-    values = ", ".join(f"%({name})s" for name in columns)
+    """An INSERT of the named columns with named placeholders."""
+    values = ", ".join(f"%({name})s" for name in _checked(table, columns))
+    return f"INSERT INTO {_quoted(table.name)} ({_names(columns)}) VALUES ({values})"
+
+
+def select_sql(
+    table: Table, columns: tuple[str, ...], by: tuple[str, ...], for_update: bool = False
+) -> str:
+    """A SELECT of the named columns where each `by` column equals its named placeholder."""
+    lock = " FOR UPDATE" if for_update else ""
+    where = _equal(table, by, " AND ")
+    return (
+        f"SELECT {_names(_checked(table, columns))} FROM {_quoted(table.name)} WHERE {where}{lock}"
+    )
+
+
+def update_sql(table: Table, columns: tuple[str, ...], by: tuple[str, ...]) -> str:
+    """An UPDATE setting the named columns where each `by` column equals its placeholder."""
+    sets = _equal(table, columns, ", ")
+    return f"UPDATE {_quoted(table.name)} SET {sets} WHERE {_equal(table, by, ' AND ')}"
+
+
+def _checked(table: Table, columns: tuple[str, ...]) -> tuple[str, ...]:
     for name in columns:
-        table.c[name]  # a misspelt column fails at import, not on the first request
-    return f'INSERT INTO "{table.name}" ({names}) VALUES ({values})'
+        table.c[name]  # raises KeyError for a column the table does not have
+    return columns
+
+
+def _equal(table: Table, columns: tuple[str, ...], joiner: str) -> str:
+    return joiner.join(f"{_quoted(name)} = %({name})s" for name in _checked(table, columns))
+
+
+def _names(columns: tuple[str, ...]) -> str:
+    return ", ".join(_quoted(name) for name in columns)
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -11,13 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from services.booking.adapters import orm
 from services.booking.adapters.rows import is_uuid
 from services.booking.domain.errors import NotFound
-
-
-@dataclass(frozen=True)
-class Space:
-    space_id: str
-    name: str
-    timezone: str
+from services.booking.domain.model import Space
 
 
 class SpaceRepository:

@@ -109,15 +109,23 @@ class SlotRepository:
 
 
 # Checkout, cancel and reschedule run these; fixed SQL on the driver (see driver_sql).
-_GET_SLOT = (
-    "SELECT slot_id, space_id, starts_at, ends_at, price_amount, currency, state,"
-    " holder_booking_id, closed_reason FROM slots WHERE slot_id = %(slot_id)s"
+_SLOT_COLUMNS = (
+    "slot_id",
+    "space_id",
+    "starts_at",
+    "ends_at",
+    "price_amount",
+    "currency",
+    "state",
+    "holder_booking_id",
+    "closed_reason",
 )
-_LOCK_SLOT = _GET_SLOT + " FOR UPDATE"
-_SAVE_SLOT = (
-    "UPDATE slots SET state = %(state)s, holder_booking_id = %(holder_booking_id)s,"
-    " closed_reason = %(closed_reason)s, price_amount = %(price_amount)s,"
-    " currency = %(currency)s, updated_at = %(updated_at)s WHERE slot_id = %(slot_id)s"
+_GET_SLOT = driver_sql.select_sql(orm.slots, _SLOT_COLUMNS, by=("slot_id",))
+_LOCK_SLOT = driver_sql.select_sql(orm.slots, _SLOT_COLUMNS, by=("slot_id",), for_update=True)
+_SAVE_SLOT = driver_sql.update_sql(
+    orm.slots,
+    ("state", "holder_booking_id", "closed_reason", "price_amount", "currency", "updated_at"),
+    by=("slot_id",),
 )
 _ADD_BOOKING = driver_sql.insert_sql(orm.bookings, tuple(orm.bookings.c.keys()))
 

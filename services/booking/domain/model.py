@@ -70,6 +70,15 @@ class TimeRange:
             raise InvalidRequest("a time range needs aware times and starts_at < ends_at")
 
 
+@dataclass(frozen=True)
+class Space:
+    """A studio: its slots are sold one at a time, in its own time zone."""
+
+    space_id: str
+    name: str
+    timezone: str
+
+
 @dataclass
 class Slot:
     slot_id: str

@@ -5,10 +5,9 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
-from services.booking.adapters.catalogue import Space
 from services.booking.domain.commands import CreateSpace, NewSlot
 from services.booking.domain.errors import InvalidRequest
-from services.booking.domain.model import Money, Slot
+from services.booking.domain.model import Money, Slot, Space
 from services.booking.service_layer.unit_of_work import UnitOfWork
 
 
