@@ -7,7 +7,8 @@ transaction that found the problem; a repeated sighting of an open one adds noth
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Row, Table, select, text
@@ -38,8 +39,37 @@ class Incidents:
         )
         return (await session.execute(statement)).first() is not None
 
-    async def listed(self, session: AsyncSession, state: str | None) -> Sequence[Row[Any]]:
+    async def listed(self, session: AsyncSession, state: str | None) -> list[Incident]:
         query = select(self.table).order_by(self.table.c.opened_at.desc())
         if state:
             query = query.where(self.table.c.state == state)
-        return (await session.execute(query)).all()
+        return [_incident_of(row) for row in await session.execute(query)]
+
+
+@dataclass(frozen=True)
+class Incident:
+    incident_id: uuid.UUID
+    kind: str
+    subject_id: str
+    state: str
+    detail: str
+    opened_at: datetime
+    resolved_at: datetime | None = None
+    resolved_by: str | None = None
+    decision: str | None = None
+    note: str | None = None
+
+
+def _incident_of(row: Row[Any]) -> Incident:
+    return Incident(
+        incident_id=row.incident_id,
+        kind=row.kind,
+        subject_id=row.subject_id,
+        state=row.state,
+        detail=row.detail,
+        opened_at=row.opened_at,
+        resolved_at=row.resolved_at,
+        resolved_by=row.resolved_by,
+        decision=row.decision,
+        note=row.note,
+    )

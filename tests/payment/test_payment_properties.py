@@ -207,7 +207,7 @@ async def _check_invariants(world: World) -> None:
     events = [e for _, e in await world.events()]
     gateway = world.service.gateway
     # 7: the snapshot never changes; a hint is never taken for the truth.
-    assert (local.amount, local.currency) == (AMOUNT, "CZK")
+    assert (local.amount.amount, local.amount.currency) == (AMOUNT, "CZK")
     if local.state == states.PAID:
         assert remote is not None and remote.state == "paid"
     # 8: never backwards; one confirmation; one of each effect.

@@ -11,7 +11,7 @@ from sqlalchemy import and_, func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from servicekit.incidents import Incidents
+from servicekit.incidents import Incident, Incidents
 from servicekit.schema import PENDING
 from services.payment.adapters.orm import Tables
 from services.payment.domain.money import Money
@@ -30,6 +30,8 @@ def payment_of(row: Any) -> Payment:
         attempt=row.attempt,
         provider_payment_id=row.provider_payment_id,
         checkout_url=row.checkout_url,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
     )
 
 
@@ -151,19 +153,11 @@ class PaymentRepository:
         )
         return [payment_of(row) for row in (await self._session.execute(query)).all()]
 
-    async def listed(self, state: str | None, limit: int = 500) -> list[Any]:
+    async def listed(self, state: str | None, limit: int = 500) -> list[Payment]:
         query = select(self._t).order_by(self._t.c.created_at.desc()).limit(limit)
         if state:
             query = query.where(self._t.c.state == state)
-        return list((await self._session.execute(query)).all())
-
-    async def row(self, payment_id: uuid.UUID) -> Any:
-        query = select(self._t).where(self._t.c.payment_id == payment_id)
-        return (await self._session.execute(query)).first()
-
-    async def row_for_booking(self, booking_id: str) -> Any:
-        query = select(self._t).where(self._t.c.booking_id == booking_id)
-        return (await self._session.execute(query)).first()
+        return [payment_of(row) for row in (await self._session.execute(query)).all()]
 
 
 class OrderRepository:
@@ -274,8 +268,8 @@ class IncidentRepository:
         """Opens an incident; a second sighting of an open one adds nothing."""
         return await self._incidents.open(self._session, kind, subject_id, detail)
 
-    async def listed(self, state: str | None) -> list[Any]:
-        return list(await self._incidents.listed(self._session, state))
+    async def listed(self, state: str | None) -> list[Incident]:
+        return await self._incidents.listed(self._session, state)
 
 
 class TimerQueries:

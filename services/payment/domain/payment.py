@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 
 from services.payment.domain.money import Money
 
@@ -19,6 +20,8 @@ class Payment:
     attempt: int = 1
     provider_payment_id: str | None = None
     checkout_url: str | None = None
+    created_at: datetime | None = None  # set by the repository when read back
+    updated_at: datetime | None = None
 
     @property
     def provider_key(self) -> str:

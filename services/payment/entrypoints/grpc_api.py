@@ -4,19 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 import grpc
 from google.protobuf import timestamp_pb2
 from liftfit.payment.v1 import events_pb2, payment_pb2, payment_pb2_grpc
 
+from servicekit.incidents import Incident
 from services.payment.domain.money import Money
 from services.payment.domain.orders import CreateOrder, Plan
+from services.payment.domain.payment import Payment
 from services.payment.entrypoints import requests
 from services.payment.service_layer import handlers
 from services.payment.service_layer.dependencies import PaymentDeps
 
-T = TypeVar("T")
+Context = grpc.aio.ServicerContext[Any, Any]
 
 
 def timestamp(moment: datetime | None) -> timestamp_pb2.Timestamp:
@@ -30,17 +32,17 @@ def money(value: Money) -> events_pb2.Money:
     return events_pb2.Money(amount=value.amount, currency=value.currency)
 
 
-def payment_message(row: Any) -> payment_pb2.Payment:
+def payment_message(payment: Payment) -> payment_pb2.Payment:
     return payment_pb2.Payment(
-        payment_id=str(row.payment_id),
-        state=row.state,
-        checkout_url=row.checkout_url or "",
-        amount=events_pb2.Money(amount=row.amount, currency=row.currency),
-        booking_id=row.booking_id or "",
-        order_id=str(row.order_id) if row.order_id else "",
-        provider_payment_id=row.provider_payment_id or "",
-        created_at=timestamp(row.created_at),
-        updated_at=timestamp(row.updated_at),
+        payment_id=str(payment.payment_id),
+        state=payment.state,
+        checkout_url=payment.checkout_url or "",
+        amount=money(payment.amount),
+        booking_id=payment.booking_id or "",
+        order_id=str(payment.order_id) if payment.order_id else "",
+        provider_payment_id=payment.provider_payment_id or "",
+        created_at=timestamp(payment.created_at),
+        updated_at=timestamp(payment.updated_at),
     )
 
 
@@ -72,14 +74,14 @@ def plan_message(plan: Plan) -> payment_pb2.Plan:
     )
 
 
-def incident_message(row: Any) -> payment_pb2.Incident:
+def incident_message(incident: Incident) -> payment_pb2.Incident:
     return payment_pb2.Incident(
-        incident_id=str(row.incident_id),
-        kind=row.kind,
-        subject_id=row.subject_id,
-        state=row.state,
-        detail=row.detail,
-        opened_at=timestamp(row.opened_at),
+        incident_id=str(incident.incident_id),
+        kind=incident.kind,
+        subject_id=incident.subject_id,
+        state=incident.state,
+        detail=incident.detail,
+        opened_at=timestamp(incident.opened_at),
     )
 
 
@@ -90,7 +92,9 @@ class PaymentServicer(payment_pb2_grpc.PaymentServiceServicer):
     def __init__(self, deps: PaymentDeps) -> None:
         self._deps = deps
 
-    async def CreateOrder(self, request: Any, context: Any) -> payment_pb2.OrderReply:
+    async def CreateOrder(
+        self, request: payment_pb2.CreateOrderRequest, context: Context
+    ) -> payment_pb2.OrderReply:
         command = CreateOrder(
             org_id=request.org_id,
             user=request.user,
@@ -101,31 +105,39 @@ class PaymentServicer(payment_pb2_grpc.PaymentServiceServicer):
         view = await handlers.create_order(self._deps, command)
         return payment_pb2.OrderReply(order=order_message(view), replayed=view.replayed)
 
-    async def GetOrder(self, request: Any, context: Any) -> payment_pb2.Order:
+    async def GetOrder(
+        self, request: payment_pb2.GetOrderRequest, context: Context
+    ) -> payment_pb2.Order:
         org_id = requests.identifier("org_id", request.org_id)
         order_id = requests.identifier("order_id", request.order_id)
         return order_message(await handlers.get_order(self._deps, org_id, order_id))
 
-    async def GetPayment(self, request: Any, context: Any) -> payment_pb2.Payment:
+    async def GetPayment(
+        self, request: payment_pb2.GetPaymentRequest, context: Context
+    ) -> payment_pb2.Payment:
         payment_id = requests.identifier("payment_id", request.payment_id)
         return payment_message(await handlers.get_payment(self._deps, payment_id))
 
-    async def GetPaymentForBooking(self, request: Any, context: Any) -> payment_pb2.Payment:
+    async def GetPaymentForBooking(
+        self, request: payment_pb2.GetPaymentForBookingRequest, context: Context
+    ) -> payment_pb2.Payment:
         booking_id = requests.identifier("booking_id", request.booking_id)
         return payment_message(await handlers.get_payment_for_booking(self._deps, booking_id))
 
     async def HandleNotification(
-        self, request: Any, context: Any
+        self, request: payment_pb2.HandleNotificationRequest, context: Context
     ) -> payment_pb2.HandleNotificationResponse:
         notice = requests.notification(request.raw_body, request.signature_header)
         await handlers.handle_notification(self._deps, notice.raw_body, notice.signature_header)
         return payment_pb2.HandleNotificationResponse(accepted=True)
 
-    async def ListPlans(self, request: Any, context: Any) -> payment_pb2.ListPlansResponse:
+    async def ListPlans(
+        self, request: payment_pb2.ListPlansRequest, context: Context
+    ) -> payment_pb2.ListPlansResponse:
         plans = await handlers.list_plans(self._deps)
         return payment_pb2.ListPlansResponse(plans=[plan_message(p) for p in plans])
 
-    async def CreatePlan(self, request: Any, context: Any) -> payment_pb2.Plan:
+    async def CreatePlan(self, request: payment_pb2.Plan, context: Context) -> payment_pb2.Plan:
         plan = Plan(
             code=request.plan_code,
             version=request.plan_version,
@@ -137,12 +149,16 @@ class PaymentServicer(payment_pb2_grpc.PaymentServiceServicer):
         )  # checked by create_plan (Plan.validated) before it is stored
         return plan_message(await handlers.create_plan(self._deps, plan))
 
-    async def ListPayments(self, request: Any, context: Any) -> payment_pb2.ListPaymentsResponse:
+    async def ListPayments(
+        self, request: payment_pb2.ListPaymentsRequest, context: Context
+    ) -> payment_pb2.ListPaymentsResponse:
         state = requests.payment_state_filter(request.state)
         rows = await handlers.list_payments(self._deps, state)
         return payment_pb2.ListPaymentsResponse(payments=[payment_message(r) for r in rows])
 
-    async def ListIncidents(self, request: Any, context: Any) -> payment_pb2.ListIncidentsResponse:
+    async def ListIncidents(
+        self, request: payment_pb2.ListIncidentsRequest, context: Context
+    ) -> payment_pb2.ListIncidentsResponse:
         state = requests.incident_state_filter(request.state)
         rows = await handlers.list_incidents(self._deps, state)
         return payment_pb2.ListIncidentsResponse(incidents=[incident_message(r) for r in rows])

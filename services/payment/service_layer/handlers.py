@@ -6,9 +6,9 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
 
 from servicekit.idempotency import Claim
+from servicekit.incidents import Incident
 from services.payment.adapters.card_gateway import GatewayRefused, GatewayUnavailable
 from services.payment.domain import payment_states as states
 from services.payment.domain.errors import (
@@ -43,7 +43,7 @@ CREATE_ORDER = "create_order"  # the operation an order's Idempotency-Key is sco
 @dataclass(frozen=True)
 class OrderView:
     order: Order
-    payment: Any  # the payment row, for its checkout_url and timestamps
+    payment: Payment | None
     replayed: bool = False
 
 
@@ -63,7 +63,7 @@ async def create_order(deps: PaymentDeps, command: CreateOrder) -> OrderView:
             return await _replay(uow, claim, fingerprint)
         order = await _new_order(uow, command, order_id)
         payment = await _open_order_payment(uow, order)
-        return OrderView(order, await uow.payments.row(payment.payment_id))
+        return OrderView(order, await uow.payments.get(payment.payment_id))
 
 
 async def _replay(uow: UnitOfWork, claim: Claim, fingerprint: bytes) -> OrderView:
@@ -75,7 +75,7 @@ async def _replay(uow: UnitOfWork, claim: Claim, fingerprint: bytes) -> OrderVie
     if order is None or payment is None:
         raise RuntimeError(f"order {order_id} of a claimed key is missing")
     await _resume_creation(uow, payment)
-    return OrderView(order, await uow.payments.row(payment.payment_id), replayed=True)
+    return OrderView(order, payment, replayed=True)
 
 
 async def _resume_creation(uow: UnitOfWork, payment: Payment) -> None:
@@ -128,9 +128,7 @@ async def get_order(deps: PaymentDeps, org_id: str, order_id: str) -> OrderView:
         # Another organisation's order is reported as missing: existence is not leaked.
         if order is None or order.org_id != org_id:
             raise NotFound(f"order {order_id}")
-        payment = await uow.payments.for_order(order.order_id)
-        row = await uow.payments.row(payment.payment_id) if payment else None
-        return OrderView(order, row)
+        return OrderView(order, await uow.payments.for_order(order.order_id))
 
 
 # --- catalogue --------------------------------------------------------------------------
@@ -202,28 +200,28 @@ async def reconcile_with(uow: UnitOfWork, remote: RemotePayment) -> None:
 # --- read models ------------------------------------------------------------------------
 
 
-async def get_payment(deps: PaymentDeps, payment_id: str) -> Any:
+async def get_payment(deps: PaymentDeps, payment_id: str) -> Payment:
     async with deps.uows.transaction() as uow:
-        row = await uow.payments.row(_uuid(payment_id))
-    if row is None:
+        payment = await uow.payments.get(_uuid(payment_id))
+    if payment is None:
         raise NotFound(f"payment {payment_id}")
-    return row
+    return payment
 
 
-async def get_payment_for_booking(deps: PaymentDeps, booking_id: str) -> Any:
+async def get_payment_for_booking(deps: PaymentDeps, booking_id: str) -> Payment:
     async with deps.uows.transaction() as uow:
-        row = await uow.payments.row_for_booking(booking_id)
-    if row is None:
+        payment = await uow.payments.for_booking(booking_id)
+    if payment is None:
         raise NotFound(f"payment of booking {booking_id}")
-    return row
+    return payment
 
 
-async def list_payments(deps: PaymentDeps, state: str) -> list[Any]:
+async def list_payments(deps: PaymentDeps, state: str) -> list[Payment]:
     async with deps.uows.transaction() as uow:
         return await uow.payments.listed(state or None)
 
 
-async def list_incidents(deps: PaymentDeps, state: str) -> list[Any]:
+async def list_incidents(deps: PaymentDeps, state: str) -> list[Incident]:
     async with deps.uows.transaction() as uow:
         return await uow.incidents.listed(state or None)
 
