@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Callable
 from functools import wraps
-from typing import ParamSpec, TypeVar
+from typing import ParamSpec, TypedDict, TypeVar
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -49,6 +49,27 @@ def integer(name: str, default: int | None = None, minimum: int = 0) -> int:
     if value < minimum:
         raise SettingError(name, f"must be at least {minimum}, got {value}")
     return value
+
+
+class ServiceBasics(TypedDict):
+    """The settings every service has, named after the service (`BOOKING_DATABASE_URL`)."""
+
+    database_url: str
+    kafka_bootstrap: str
+    grpc_address: str
+    topic_prefix: str
+    idempotency_secret: bytes
+
+
+def service_basics(service: str, grpc_port: int) -> ServiceBasics:
+    prefix = service.upper()
+    return ServiceBasics(
+        database_url=database_url(f"{prefix}_DATABASE_URL"),
+        kafka_bootstrap=required("KAFKA_BOOTSTRAP"),
+        grpc_address=optional(f"{prefix}_GRPC_ADDRESS", f"127.0.0.1:{grpc_port}"),
+        topic_prefix=optional("TOPIC_PREFIX", ""),
+        idempotency_secret=hashing_secret(f"{prefix}_IDEMPOTENCY_SECRET"),
+    )
 
 
 def database_url(name: str) -> str:

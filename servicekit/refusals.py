@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from enum import StrEnum
 from typing import ClassVar
 
+from servicekit import validation
 from servicekit.validation import InvalidField
 
 
@@ -78,3 +79,13 @@ def invalid_fields_refused(as_error: type[InvalidRequest] = InvalidRequest) -> I
         yield
     except InvalidField as error:
         raise as_error(error.problem, error.field) from None
+
+
+def check_caller(org_id: str, user: str, key: str) -> None:
+    """The fields every idempotent customer command carries, in the order a caller reads
+    them: the organisation (a canonical UUID), the user, the Idempotency-Key."""
+    with invalid_fields_refused():
+        validation.canonical_uuid("org_id", org_id)
+        validation.text("user", user)
+    with invalid_fields_refused(InvalidIdempotencyKey):
+        validation.idempotency_key("idempotency_key", key)

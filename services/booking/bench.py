@@ -29,9 +29,9 @@ from liftfit.booking.v1 import events_pb2 as ev
 from liftfit.booking.v1.booking_pb2_grpc import BookingServiceStub
 
 from servicekit.grpc_server import channel
+from servicekit.protobuf import timestamp
 from services.booking import bench_cpu
 from services.booking.bootstrap import bootstrap
-from services.booking.service_layer.messages import timestamp
 from services.booking.settings import Settings
 
 if TYPE_CHECKING:  # the async stub exists only in the type stubs

@@ -21,11 +21,7 @@ class Settings:
     @classmethod
     def from_env(cls) -> Settings:
         return cls(
-            database_url=config.database_url("BOOKING_DATABASE_URL"),
-            kafka_bootstrap=config.required("KAFKA_BOOTSTRAP"),
-            grpc_address=config.optional("BOOKING_GRPC_ADDRESS", "127.0.0.1:50051"),
-            topic_prefix=config.optional("TOPIC_PREFIX", ""),
-            idempotency_secret=config.hashing_secret("BOOKING_IDEMPOTENCY_SECRET"),
+            **config.service_basics("booking", grpc_port=50051),
             hold_seconds=config.integer("BOOKING_HOLD_SECONDS", 900, minimum=1),
             terms_version=config.optional("BOOKING_TERMS_VERSION", "2026-11"),
             db_pool_size=config.integer("BOOKING_DB_POOL_SIZE", 16, minimum=1),

@@ -29,14 +29,10 @@ class Settings:
     @classmethod
     def from_env(cls) -> Settings:
         return cls(
-            database_url=config.database_url("PAYMENT_DATABASE_URL"),
-            kafka_bootstrap=config.required("KAFKA_BOOTSTRAP"),
+            **config.service_basics("payment", grpc_port=50052),
             card_gateway_url=_http_url("CARD_GATEWAY_URL", config.required("CARD_GATEWAY_URL")),
             card_gateway_api_key=config.required("CARD_GATEWAY_API_KEY"),
             webhook_secrets=tuple(config.secret_list("PAYMENT_WEBHOOK_SECRETS")),
-            idempotency_secret=config.hashing_secret("PAYMENT_IDEMPOTENCY_SECRET"),
-            grpc_address=config.optional("PAYMENT_GRPC_ADDRESS", "127.0.0.1:50052"),
-            topic_prefix=config.optional("TOPIC_PREFIX", ""),
             notification_receiver_address=_address("PAYMENT_NOTIFICATION_RECEIVER_ADDRESS"),
             return_url=_optional_url("PAYMENT_RETURN_URL"),
             reconcile_after_s=config.integer("PAYMENT_RECONCILE_AFTER_SECONDS", 300, minimum=1),

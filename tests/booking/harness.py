@@ -18,9 +18,9 @@ from sqlalchemy import select
 
 from servicekit import envelope
 from servicekit.grpc_server import reason_of
+from servicekit.protobuf import timestamp
 from services.booking.adapters import orm
 from services.booking.bootstrap import BookingApp
-from services.booking.service_layer.messages import timestamp
 from tests.support import waiting
 
 if TYPE_CHECKING:  # the async stub exists only in the type stubs

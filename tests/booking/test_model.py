@@ -27,10 +27,10 @@ from sqlalchemy import select, update
 
 from servicekit import envelope
 from servicekit.inbox import Delivery
+from servicekit.refusals import Refusal
 from services.booking.adapters import orm
 from services.booking.bootstrap import BookingApp, bootstrap
 from services.booking.domain.commands import CancelBooking, Checkout, NewSlot, RescheduleBooking
-from services.booking.domain.errors import Refusal
 from services.booking.domain.model import Money, TimeRange
 from services.booking.service_layer import handlers, operations
 from services.booking.service_layer.unit_of_work import UnitOfWork

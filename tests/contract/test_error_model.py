@@ -10,6 +10,7 @@ import grpc
 import pytest
 from google.rpc import error_details_pb2, status_pb2
 
+from servicekit import refusals
 from servicekit.errors import STATUS_OF_KIND, status_for
 from servicekit.refusals import IdempotencyConflict, Refusal
 from services.booking import bootstrap as booking
@@ -24,12 +25,14 @@ SERVICES: dict[str, tuple[ModuleType, str]] = {
 
 
 def refusals_of(module: ModuleType) -> list[type[Refusal]]:
-    """Every refusal a service can raise: its own and the shared ones it uses."""
-    return [
+    """Every refusal a service can raise: its own, and the ones every service shares."""
+    found = {
         value
-        for value in vars(module).values()
+        for source in (module, refusals)
+        for value in vars(source).values()
         if inspect.isclass(value) and issubclass(value, Refusal) and value is not Refusal
-    ]
+    }
+    return sorted(found, key=lambda kind: kind.__qualname__)
 
 
 def an_instance(kind: type[Refusal]) -> Refusal:

@@ -6,9 +6,9 @@ from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from servicekit.refusals import NotFound
 from services.booking.adapters import orm
 from services.booking.adapters.rows import is_uuid
-from services.booking.domain.errors import NotFound
 from services.booking.domain.model import Space
 
 

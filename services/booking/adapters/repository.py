@@ -16,6 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from servicekit import driver_sql
+from servicekit.refusals import InvalidRequest, NotFound
 from services.booking.adapters import orm
 from services.booking.adapters.rows import (
     booking_of,
@@ -25,7 +26,7 @@ from services.booking.adapters.rows import (
     slot_of,
     slot_values,
 )
-from services.booking.domain.errors import InvalidRequest, NotFound, SlotUnavailable
+from services.booking.domain.errors import SlotUnavailable
 from services.booking.domain.model import Booking, Slot
 
 

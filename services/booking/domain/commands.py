@@ -12,7 +12,7 @@ from datetime import timedelta
 
 from servicekit import validation
 from servicekit.idempotency import fingerprint
-from services.booking.domain.errors import InvalidIdempotencyKey, invalid_fields_refused
+from servicekit.refusals import check_caller, invalid_fields_refused
 from services.booking.domain.model import Money, PaymentMode, TimeRange
 
 MAX_PARTY_SIZE = 4
@@ -35,15 +35,6 @@ def price(amount: int, currency: str) -> Money:
         )
 
 
-def _customer(org_id: str, user: str, key: str) -> None:
-    """The fields every customer command carries, checked in the order a caller reads them."""
-    with invalid_fields_refused():
-        validation.canonical_uuid("org_id", org_id)
-        validation.text("user", user)
-    with invalid_fields_refused(InvalidIdempotencyKey):
-        validation.idempotency_key("idempotency_key", key)
-
-
 @dataclass(frozen=True)
 class Checkout:
     org_id: str
@@ -57,7 +48,7 @@ class Checkout:
     def of(
         cls, org_id: str, user: str, key: str, slot_id: str, party_size: int, payment_mode: str
     ) -> Checkout:
-        _customer(org_id, user, key)
+        check_caller(org_id, user, key)
         with invalid_fields_refused():
             validation.canonical_uuid("slot_id", slot_id)
             validation.integer("party_size", party_size, 1, MAX_PARTY_SIZE)
@@ -82,7 +73,7 @@ class CancelBooking:
     booking_id: str
 
     def __post_init__(self) -> None:
-        _customer(self.org_id, self.user, self.idempotency_key)
+        check_caller(self.org_id, self.user, self.idempotency_key)
         identifier("booking_id", self.booking_id)
 
     def fingerprint(self) -> bytes:
@@ -98,7 +89,7 @@ class RescheduleBooking:
     new_slot_id: str
 
     def __post_init__(self) -> None:
-        _customer(self.org_id, self.user, self.idempotency_key)
+        check_caller(self.org_id, self.user, self.idempotency_key)
         identifier("booking_id", self.booking_id)
         identifier("new_slot_id", self.new_slot_id)
 

@@ -6,28 +6,7 @@ maps the kind to a status code, once, for every service (servicekit.errors).
 
 from __future__ import annotations
 
-from servicekit.refusals import (
-    IdempotencyConflict,
-    InvalidIdempotencyKey,
-    InvalidRequest,
-    Kind,
-    NotFound,
-    Refusal,
-    invalid_fields_refused,
-)
-
-__all__ = [
-    "BookingNotCancellable",
-    "BookingNotReschedulable",
-    "IdempotencyConflict",
-    "InsufficientPassBalance",
-    "InvalidIdempotencyKey",
-    "InvalidRequest",
-    "NotFound",
-    "Refusal",
-    "SlotUnavailable",
-    "invalid_fields_refused",
-]
+from servicekit.refusals import Kind, Refusal
 
 
 class SlotUnavailable(Refusal):

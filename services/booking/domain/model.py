@@ -10,11 +10,11 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 
+from servicekit.refusals import InvalidRequest
 from services.booking.domain.errors import (
     BookingNotCancellable,
     BookingNotReschedulable,
     InsufficientPassBalance,
-    InvalidRequest,
     SlotUnavailable,
 )
 

@@ -10,12 +10,13 @@ from liftfit.booking.v1 import booking_pb2 as pb
 from liftfit.booking.v1 import events_pb2 as ev
 
 from servicekit import validation
+from servicekit.protobuf import timestamp
+from servicekit.refusals import InvalidRequest, invalid_fields_refused
 from services.booking.adapters.passes import LedgerLine
 from services.booking.domain.commands import LONGEST_SLOT, NewSlot, identifier, price, slot_count
-from services.booking.domain.errors import InvalidRequest, invalid_fields_refused
 from services.booking.domain.model import Booking, Money, Slot, Space, TimeRange
 from services.booking.service_layer.handlers import BookingOutcome
-from services.booking.service_layer.messages import money, timestamp, window
+from services.booking.service_layer.messages import money, window
 
 
 @dataclass(frozen=True)

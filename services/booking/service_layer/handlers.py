@@ -12,8 +12,8 @@ from datetime import UTC, datetime, timedelta
 
 from servicekit import tracing
 from servicekit.idempotency import Claim
+from servicekit.refusals import IdempotencyConflict
 from services.booking.domain.commands import CancelBooking, Checkout, RescheduleBooking
-from services.booking.domain.errors import IdempotencyConflict
 from services.booking.domain.model import Booking, BookingState, PassBalance, PaymentMode, Slot
 from services.booking.service_layer import messages
 from services.booking.service_layer.slot_release import release_slot

@@ -3,22 +3,15 @@ domain objects."""
 
 from __future__ import annotations
 
-from datetime import datetime
-
-from google.protobuf.timestamp_pb2 import Timestamp
 from liftfit.booking.v1 import events_pb2 as ev
 
+from servicekit import protobuf
+from servicekit.protobuf import timestamp
 from services.booking.domain.model import Booking, Money, TimeRange
 
 
-def timestamp(at: datetime) -> Timestamp:
-    stamp = Timestamp()
-    stamp.FromDatetime(at)
-    return stamp
-
-
 def money(price: Money) -> ev.Money:
-    return ev.Money(amount=price.amount, currency=price.currency)
+    return protobuf.money(ev.Money, price)
 
 
 def window(during: TimeRange) -> ev.AccessWindow:

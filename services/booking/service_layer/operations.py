@@ -5,8 +5,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
+from servicekit.refusals import InvalidRequest
 from services.booking.domain.commands import CreateSpace, NewSlot
-from services.booking.domain.errors import InvalidRequest
 from services.booking.domain.model import Money, Slot, Space
 from services.booking.service_layer.unit_of_work import UnitOfWork
 

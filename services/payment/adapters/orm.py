@@ -4,19 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import (
-    BigInteger,
-    CheckConstraint,
-    Column,
-    DateTime,
-    Index,
-    Integer,
-    MetaData,
-    PrimaryKeyConstraint,
-    Table,
-    Text,
-    text,
-)
+import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import UUID
 
 from servicekit.schema import EventingTables, add_eventing_tables, now_column
@@ -24,82 +12,82 @@ from servicekit.schema import EventingTables, add_eventing_tables, now_column
 
 @dataclass(frozen=True)
 class Tables:
-    metadata: MetaData
-    plans: Table
-    orders: Table
-    payments: Table
+    metadata: sa.MetaData
+    plans: sa.Table
+    orders: sa.Table
+    payments: sa.Table
     eventing: EventingTables
 
 
-def _plans(metadata: MetaData) -> Table:
-    return Table(
+def _plans(metadata: sa.MetaData) -> sa.Table:
+    return sa.Table(
         "plans",
         metadata,
-        Column("plan_code", Text, nullable=False),
-        Column("plan_version", Integer, nullable=False),
-        Column("kind", Text, nullable=False),
-        Column("name", Text, nullable=False),
-        Column("amount", BigInteger, nullable=False),
-        Column("currency", Text, nullable=False),
-        Column("entries", Integer, nullable=False),
-        Column("period_days", Integer, nullable=False),
+        sa.Column("plan_code", sa.Text, nullable=False),
+        sa.Column("plan_version", sa.Integer, nullable=False),
+        sa.Column("kind", sa.Text, nullable=False),
+        sa.Column("name", sa.Text, nullable=False),
+        sa.Column("amount", sa.BigInteger, nullable=False),
+        sa.Column("currency", sa.Text, nullable=False),
+        sa.Column("entries", sa.Integer, nullable=False),
+        sa.Column("period_days", sa.Integer, nullable=False),
         now_column("created_at"),
-        PrimaryKeyConstraint("plan_code", "plan_version", name="plans_pkey"),
-        CheckConstraint("kind IN ('pass', 'subscription')", name="plans_kind"),
+        sa.PrimaryKeyConstraint("plan_code", "plan_version", name="plans_pkey"),
+        sa.CheckConstraint("kind IN ('pass', 'subscription')", name="plans_kind"),
     )
 
 
-def _orders(metadata: MetaData) -> Table:
-    table = Table(
+def _orders(metadata: sa.MetaData) -> sa.Table:
+    table = sa.Table(
         "orders",
         metadata,
-        Column("order_id", UUID(as_uuid=True), primary_key=True),
-        Column("org_id", Text, nullable=False),
-        Column("user_name", Text, nullable=False),
-        Column("state", Text, nullable=False),
+        sa.Column("order_id", UUID(as_uuid=True), primary_key=True),
+        sa.Column("org_id", sa.Text, nullable=False),
+        sa.Column("user", sa.Text, nullable=False),
+        sa.Column("state", sa.Text, nullable=False),
         # A copy of the plan version: a later catalogue change never changes an order.
-        Column("plan_code", Text, nullable=False),
-        Column("plan_version", Integer, nullable=False),
-        Column("kind", Text, nullable=False),
-        Column("amount", BigInteger, nullable=False),
-        Column("currency", Text, nullable=False),
-        Column("entries", Integer, nullable=False),
-        Column("period_days", Integer, nullable=False),
-        Column("period_starts_at", DateTime(timezone=True)),
-        Column("period_ends_at", DateTime(timezone=True)),
+        sa.Column("plan_code", sa.Text, nullable=False),
+        sa.Column("plan_version", sa.Integer, nullable=False),
+        sa.Column("kind", sa.Text, nullable=False),
+        sa.Column("amount", sa.BigInteger, nullable=False),
+        sa.Column("currency", sa.Text, nullable=False),
+        sa.Column("entries", sa.Integer, nullable=False),
+        sa.Column("period_days", sa.Integer, nullable=False),
+        sa.Column("period_starts_at", sa.DateTime(timezone=True)),
+        sa.Column("period_ends_at", sa.DateTime(timezone=True)),
         now_column("created_at"),
         now_column("updated_at"),
     )
     # The last guard behind the organisation lock: one open initial subscription order.
-    Index(
+    sa.Index(
         "orders_one_open_subscription",
         table.c.org_id,
         unique=True,
-        postgresql_where=text("kind = 'subscription' AND state = 'pending'"),
+        postgresql_where=sa.text("kind = 'subscription' AND state = 'pending'"),
     )
     return table
 
 
-def _payments(metadata: MetaData) -> Table:
-    return Table(
+def _payments(metadata: sa.MetaData) -> sa.Table:
+    return sa.Table(
         "payments",
         metadata,
-        Column("payment_id", UUID(as_uuid=True), primary_key=True),
-        Column("org_id", Text, nullable=False),
-        Column("booking_id", Text, unique=True),
-        Column("order_id", UUID(as_uuid=True), unique=True),
-        Column("state", Text, nullable=False),
-        Column("amount", BigInteger, nullable=False),
-        Column("currency", Text, nullable=False),
-        Column("attempt", Integer, nullable=False, server_default="1"),
-        Column("provider_payment_id", Text, unique=True),
-        Column("checkout_url", Text),
-        Column("hold_expires_at", DateTime(timezone=True)),
-        Column("reconciled_at", DateTime(timezone=True)),
+        sa.Column("payment_id", UUID(as_uuid=True), primary_key=True),
+        sa.Column("org_id", sa.Text, nullable=False),
+        sa.Column("booking_id", sa.Text, unique=True),
+        sa.Column("order_id", UUID(as_uuid=True), unique=True),
+        sa.Column("state", sa.Text, nullable=False),
+        sa.Column("amount", sa.BigInteger, nullable=False),
+        sa.Column("currency", sa.Text, nullable=False),
+        sa.Column("attempt", sa.Integer, nullable=False, server_default="1"),
+        sa.Column("provider_payment_id", sa.Text, unique=True),
+        sa.Column("checkout_url", sa.Text),
+        sa.Column("hold_expires_at", sa.DateTime(timezone=True)),
+        sa.Column("reconciled_at", sa.DateTime(timezone=True)),
         now_column("created_at"),
         now_column("updated_at"),
-        CheckConstraint("(booking_id IS NULL) <> (order_id IS NULL)", name="payments_one_owner"),
-        CheckConstraint(
+        sa.CheckConstraint("(booking_id IS NULL) <> (order_id IS NULL)", name="payments_one_owner"),
+        sa.CheckConstraint(
             "state IN ('pending','paid','failed','expired','cancelled',"
             "'refund_pending','refunded','refund_failed')",
             name="payments_state",
@@ -108,7 +96,7 @@ def _payments(metadata: MetaData) -> Table:
 
 
 def build_tables() -> Tables:
-    metadata = MetaData()
+    metadata = sa.MetaData()
     return Tables(
         metadata=metadata,
         plans=_plans(metadata),
@@ -118,6 +106,6 @@ def build_tables() -> Tables:
     )
 
 
-def schema_metadata() -> MetaData:
+def schema_metadata() -> sa.MetaData:
     """What the migrations must reproduce (servicekit.migrations)."""
     return build_tables().metadata

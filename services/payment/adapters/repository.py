@@ -35,6 +35,20 @@ def payment_of(row: Any) -> Payment:
     )
 
 
+def payment_values(payment: Payment) -> dict[str, Any]:
+    """The columns of a new payment: its snapshot and where it stands."""
+    return {
+        "payment_id": payment.payment_id,
+        "org_id": payment.org_id,
+        "booking_id": payment.booking_id,
+        "order_id": payment.order_id,
+        "state": payment.state,
+        "amount": payment.amount.amount,
+        "currency": payment.amount.currency,
+        "attempt": payment.attempt,
+    }
+
+
 def order_of(row: Any) -> Order:
     return Order(
         order_id=row.order_id,
@@ -71,17 +85,7 @@ class PaymentRepository:
         """Inserts a new payment; False when the booking already has one (a re-request)."""
         statement = (
             insert(self._t)
-            .values(
-                payment_id=payment.payment_id,
-                org_id=payment.org_id,
-                booking_id=payment.booking_id,
-                order_id=payment.order_id,
-                state=payment.state,
-                amount=payment.amount.amount,
-                currency=payment.amount.currency,
-                attempt=payment.attempt,
-                hold_expires_at=hold_expires_at,
-            )
+            .values({**payment_values(payment), "hold_expires_at": hold_expires_at})
             .on_conflict_do_nothing(index_elements=["booking_id"])
             .returning(self._t.c.payment_id)
         )
@@ -225,7 +229,7 @@ class OrderRepository:
             self._tables.orders.insert().values(
                 order_id=order.order_id,
                 org_id=order.org_id,
-                user_name=user,
+                user=user,
                 state=order.state,
                 plan_code=order.plan_code,
                 plan_version=order.plan_version,

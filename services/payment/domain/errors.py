@@ -6,31 +6,7 @@ maps the kind to a status code, once, for every service (servicekit.errors).
 
 from __future__ import annotations
 
-from servicekit.refusals import (
-    IdempotencyConflict,
-    InvalidIdempotencyKey,
-    InvalidRequest,
-    Kind,
-    NotFound,
-    Refusal,
-    invalid_fields_refused,
-)
-
-__all__ = [
-    "AmountMismatch",
-    "GatewayUnreachable",
-    "IdempotencyConflict",
-    "InvalidIdempotencyKey",
-    "InvalidPlan",
-    "InvalidRequest",
-    "InvalidSignature",
-    "NotFound",
-    "OrderExists",
-    "PlanVersionExists",
-    "Refusal",
-    "UnknownPlan",
-    "invalid_fields_refused",
-]
+from servicekit.refusals import InvalidRequest, Kind, Refusal
 
 
 class InvalidPlan(InvalidRequest):

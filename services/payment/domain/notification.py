@@ -22,6 +22,8 @@ class NotificationHint:
 
 def read_hint(body: bytes) -> NotificationHint:
     """The state in the body is deliberately ignored: the gateway is asked for the truth."""
+    if len(body) > MAX_BODY:
+        raise InvalidSignature("the signed body is larger than any notification")
     try:
         document = json.loads(body)
         payment_id = document["data"]["payment_id"]

@@ -15,12 +15,13 @@ from typing import Final
 
 from servicekit import validation
 from servicekit.idempotency import fingerprint
-from services.payment.domain.errors import (
+from servicekit.refusals import (
     InvalidIdempotencyKey,
-    InvalidPlan,
     InvalidRequest,
+    check_caller,
     invalid_fields_refused,
 )
+from services.payment.domain.errors import InvalidPlan
 from services.payment.domain.money import Money
 
 PASS: Final = "pass"
@@ -82,10 +83,7 @@ class CreateOrder:
     plan_version: int
 
     def __post_init__(self) -> None:
-        with invalid_fields_refused():
-            validation.canonical_uuid("org_id", self.org_id)
-            validation.text("user", self.user)
-        check_idempotency_key(self.idempotency_key)
+        check_caller(self.org_id, self.user, self.idempotency_key)
         plan_code(self.plan_code)
         with invalid_fields_refused():
             validation.integer("plan_version", self.plan_version, 1, MAX_PLAN_VERSION)

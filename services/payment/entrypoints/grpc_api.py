@@ -3,33 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 import grpc
-from google.protobuf import timestamp_pb2
-from liftfit.payment.v1 import events_pb2, payment_pb2, payment_pb2_grpc
+from liftfit.payment.v1 import payment_pb2, payment_pb2_grpc
 
 from servicekit.incidents import Incident
+from servicekit.protobuf import timestamp
 from services.payment.domain.money import Money
 from services.payment.domain.orders import CreateOrder, Plan
 from services.payment.domain.payment import Payment
 from services.payment.entrypoints import requests
 from services.payment.service_layer import handlers
+from services.payment.service_layer.announcements import money
 from services.payment.service_layer.dependencies import PaymentDeps
 
 Context = grpc.aio.ServicerContext[Any, Any]
-
-
-def timestamp(moment: datetime | None) -> timestamp_pb2.Timestamp:
-    stamp = timestamp_pb2.Timestamp()
-    if moment is not None:
-        stamp.FromDatetime(moment)
-    return stamp
-
-
-def money(value: Money) -> events_pb2.Money:
-    return events_pb2.Money(amount=value.amount, currency=value.currency)
 
 
 def payment_message(payment: Payment) -> payment_pb2.Payment:

@@ -11,8 +11,9 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from servicekit import validation
+from servicekit.refusals import invalid_fields_refused
 from servicekit.schema import OPEN, RESOLVED
-from services.payment.domain.errors import InvalidSignature, invalid_fields_refused
+from services.payment.domain.errors import InvalidSignature
 from services.payment.domain.notification import MAX_BODY
 from services.payment.domain.payment_states import ALL_STATES
 from services.payment.domain.signature import MAX_HEADER

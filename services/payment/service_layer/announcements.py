@@ -5,6 +5,7 @@ from __future__ import annotations
 from google.protobuf.message import Message
 from liftfit.payment.v1 import events_pb2
 
+from servicekit import protobuf
 from services.payment.domain import payment_states as states
 from services.payment.domain.money import Money
 from services.payment.domain.orders import PASS, Order
@@ -12,7 +13,7 @@ from services.payment.domain.payment import Payment
 
 
 def money(value: Money) -> events_pb2.Money:
-    return events_pb2.Money(amount=value.amount, currency=value.currency)
+    return protobuf.money(events_pb2.Money, value)
 
 
 def _ids(payment: Payment) -> dict[str, str]:

@@ -9,12 +9,11 @@ from dataclasses import dataclass
 
 from servicekit.idempotency import Claim
 from servicekit.incidents import Incident
+from servicekit.refusals import IdempotencyConflict, NotFound
 from services.payment.adapters.card_gateway import GatewayRefused, GatewayUnavailable
 from services.payment.domain import payment_states as states
 from services.payment.domain.errors import (
     GatewayUnreachable,
-    IdempotencyConflict,
-    NotFound,
     OrderExists,
     PlanVersionExists,
     UnknownPlan,

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from servicekit.idempotency import key_hash
+from servicekit.refusals import InvalidRequest
 from services.booking.domain.commands import (
     CancelBooking,
     Checkout,
@@ -20,7 +21,6 @@ from services.booking.domain.errors import (
     BookingNotCancellable,
     BookingNotReschedulable,
     InsufficientPassBalance,
-    InvalidRequest,
     SlotUnavailable,
 )
 from services.booking.domain.model import (

@@ -6,7 +6,8 @@ import hashlib
 
 import pytest
 
-from services.payment.domain.errors import InvalidIdempotencyKey, InvalidPlan, InvalidRequest
+from servicekit.refusals import InvalidIdempotencyKey, InvalidRequest
+from services.payment.domain.errors import InvalidPlan
 from services.payment.domain.money import Money
 from services.payment.domain.orders import (
     CreateOrder,

@@ -1,8 +1,8 @@
 """payment schema
 
-Revision ID: b8b1fea9ba21
+Revision ID: 4e7026b8c3fa
 Revises:
-Create Date: 2026-11-30 21:09:54.124504
+Create Date: 2026-11-30 21:22:13.496413
 """
 
 from collections.abc import Sequence
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision: str = "b8b1fea9ba21"
+revision: str = "4e7026b8c3fa"
 down_revision: str | None = None
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
@@ -95,7 +95,7 @@ def upgrade() -> None:
         "orders",
         sa.Column("order_id", sa.UUID(), nullable=False),
         sa.Column("org_id", sa.Text(), nullable=False),
-        sa.Column("user_name", sa.Text(), nullable=False),
+        sa.Column("user", sa.Text(), nullable=False),
         sa.Column("state", sa.Text(), nullable=False),
         sa.Column("plan_code", sa.Text(), nullable=False),
         sa.Column("plan_version", sa.Integer(), nullable=False),

@@ -1,0 +1,38 @@
+"""Conversions between protobuf's well-known messages and Python values, one set for all.
+
+Each service's own messages keep their own conversions; what every service repeats
+(timestamps, and money as minor units plus an ISO 4217 code) is here. Reading a
+Timestamp a caller sent is `servicekit.validation.moment`, which checks its range first.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Protocol, TypeVar
+
+from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
+
+
+class MoneyLike(Protocol):
+    @property
+    def amount(self) -> int: ...
+
+    @property
+    def currency(self) -> str: ...
+
+
+M = TypeVar("M", bound=Message)
+
+
+def timestamp(at: datetime | None) -> Timestamp:
+    """The moment as a Timestamp; an unset one for None (proto3 has no null)."""
+    stamp = Timestamp()
+    if at is not None:
+        stamp.FromDatetime(at)
+    return stamp
+
+
+def money(message: type[M], value: MoneyLike) -> M:
+    """A service's Money message (each package has its own) from a domain value."""
+    return message(amount=value.amount, currency=value.currency)
