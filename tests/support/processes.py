@@ -106,10 +106,6 @@ class ServiceProcess:
     def alive(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
-    @property
-    def pid(self) -> int:
-        return self._running().pid
-
     def spawn(self) -> None:
         assert not self.alive, f"{self.name} is already running"
         with self.log_path.open("ab") as log:
@@ -132,17 +128,6 @@ class ServiceProcess:
         process.send_signal(signal.SIGKILL)
         process.wait(10)
 
-    def stop(self) -> None:
-        """SIGTERM, then SIGKILL if the process is still there after 10 s."""
-        if self._process is None or self._process.poll() is not None:
-            return
-        self._process.terminate()
-        try:
-            self._process.wait(10)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait(10)
-
     async def wait_serving(self, within: float = 30.0) -> float:
         """Seconds from the spawn to SERVING on Health/Watch; fails if the process exits."""
         process = self._running()
@@ -150,7 +135,7 @@ class ServiceProcess:
             serving = asyncio.create_task(watch.until(SERVING, within))
             exited = asyncio.create_task(_exit_of(process))
             try:
-                done, _ = await asyncio.wait({serving, exited}, return_when="FIRST_COMPLETED")
+                done, _ = await asyncio.wait({serving, exited}, return_when=asyncio.FIRST_COMPLETED)
                 seconds = time.monotonic() - self.spawned_at
             finally:
                 serving.cancel()
