@@ -118,7 +118,7 @@ class TimerRunner:
         outbound: Mapping[str, OutboundJob] | None = None,
         incidents: Incidents | None = None,
         concurrency: int = 16,
-        lease_s: float = 120.0,
+        lease_s: float = 30.0,
     ) -> None:
         self._sessions = sessions
         self._table = table

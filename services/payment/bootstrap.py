@@ -121,6 +121,8 @@ def bootstrap(settings: Settings, gateway: CardGateway | None = None) -> Payment
         batch_size=10,
         outbound=outbound_jobs(deps),
         incidents=Incidents(tables.eventing.incidents),
+        # A job holds its lease through its gateway call, bounded at twice the time-out.
+        lease_s=max(30.0, 4 * settings.gateway_timeout_s),
     )
     receiver = (
         NotificationReceiver(deps, settings.notification_receiver_address)

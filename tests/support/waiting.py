@@ -9,8 +9,10 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-async def eventually(check: Callable[[], Awaitable[T | None]], within: float) -> T:
-    """The first truthy result of `check`; fails the test when none comes in time."""
+async def eventually(
+    check: Callable[[], Awaitable[T | None]], within: float, every: float = 0.05
+) -> T:
+    """The first truthy result of `check`, tried every `every` s; fails when none comes in time."""
     deadline = asyncio.get_running_loop().time() + within
     while True:
         result = await check()
@@ -18,4 +20,4 @@ async def eventually(check: Callable[[], Awaitable[T | None]], within: float) ->
             return result
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"not within {within}s: {check} (last: {result!r})")
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(every)

@@ -140,7 +140,9 @@ class NotificationReceiver:
             limit_concurrency=MAX_CONCURRENT,
         )
         server = _QuietServer(config)
-        serving = asyncio.create_task(server.serve(sockets=[self._socket]))
+        # uvicorn closes the sockets it serves when it shuts down: it gets a duplicate, and
+        # the bound socket stays open for the next run after a restart.
+        serving = asyncio.create_task(server.serve(sockets=[self._socket.dup()]))
         stop_wait = asyncio.create_task(stopping.wait())
         try:
             await asyncio.wait([serving, stop_wait], return_when=asyncio.FIRST_COMPLETED)

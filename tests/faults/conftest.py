@@ -1,0 +1,91 @@
+"""Fixtures of the fault suite: the services as real processes (tests/support/processes.py)
+on this test's databases and topics, and one sandbox card gateway process for the suite.
+
+Every process a test started is killed when it ends, pass or fail; when it fails, the
+report shows the last lines of each service's log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.card_gateway import running_card_gateway
+from tests.support.processes import (
+    RUNNING_PLATFORM,
+    ProcessPlatform,
+    Sandbox,
+    service_environment,
+)
+
+API_KEY = "sk_test_fault_suite"
+SECRETS = ("whsec_fault_current", "whsec_fault_previous")
+TOPICS = {
+    "booking.events": 3,
+    "booking.events.dlq": 1,
+    "payment.events": 3,
+    "payment.events.dlq": 1,
+    "access.events": 1,
+}
+MakePlatform = Callable[..., Awaitable[ProcessPlatform]]
+
+
+@pytest.fixture(scope="session")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
+    with running_card_gateway(tmp_path_factory.mktemp("fault_sandbox"), API_KEY, SECRETS) as url:
+        yield Sandbox(url, API_KEY, SECRETS)
+
+
+async def point_sandbox_at(sandbox: Sandbox, notify_url: str) -> None:
+    """Forgets the sandbox's payments and sends its notifications to `notify_url`."""
+    async with httpx.AsyncClient(base_url=sandbox.url, timeout=5) as client:
+        (await client.post("/_sandbox/reset")).raise_for_status()
+        (await client.post("/_sandbox/config", json={"notify_url": notify_url})).raise_for_status()
+
+
+@pytest.fixture
+async def make_platform(
+    request: pytest.FixtureRequest,
+    service_database: Callable[[str], str],
+    new_topics: Callable[[dict[str, int]], Awaitable[str]],
+    kafka_bootstrap: str,
+    sandbox: Sandbox,
+    tmp_path: Path,
+) -> AsyncIterator[MakePlatform]:
+    """Builds the test's platform (databases, topics, environment); starts nothing."""
+    made: list[ProcessPlatform] = []
+
+    async def make(**overrides: str) -> ProcessPlatform:
+        env = service_environment(
+            booking_database_url=service_database("booking"),
+            payment_database_url=service_database("payment"),
+            kafka_bootstrap=kafka_bootstrap,
+            topic_prefix=await new_topics(TOPICS),
+            sandbox=sandbox,
+            overrides=overrides,
+        )
+        platform = ProcessPlatform(env, tmp_path, sandbox)
+        await point_sandbox_at(sandbox, platform.receiver_url)
+        made.append(platform)
+        request.node.stash[RUNNING_PLATFORM] = platform
+        return platform
+
+    try:
+        yield make
+    finally:
+        for platform in made:
+            platform.stop_all()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    platform = item.stash.get(RUNNING_PLATFORM, None)
+    if report.failed and platform is not None:
+        report.sections.append(("service logs", platform.log_report()))
+    return report
