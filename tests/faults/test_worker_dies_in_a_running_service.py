@@ -41,6 +41,7 @@ WORKERS = [
     pytest.param("booking", "relay", id="booking-relay"),
     pytest.param("booking", "consumer", id="booking-consumer"),
     pytest.param("booking", "timers", id="booking-timers"),
+    pytest.param("booking", "recurring jobs", id="booking-recurring-jobs"),
     pytest.param("payment", "relay", id="payment-relay"),
     pytest.param("payment", "consumer", id="payment-consumer"),
     pytest.param("payment", "timers", id="payment-timers"),
@@ -166,3 +167,13 @@ async def test_a_dead_worker_makes_health_not_serving_until_it_is_back_and_loses
         await eventually(confirmed, 30)
     assert not runtime.supervisor.down
     assert not runtime.supervisor.failed.is_set()
+
+
+async def test_every_worker_of_both_services_is_killed_above(services: Services) -> None:
+    covered = {(param.values[0], param.values[1]) for param in WORKERS}
+    running = {
+        (service, worker.name)
+        for service in ("booking", "payment")
+        for worker in services.runtime(service).workers
+    }
+    assert running == covered
