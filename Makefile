@@ -56,4 +56,4 @@ bench-relay: install infra-up
 	$(PY) -m benchmarks.relay
 
 bench-booking: install infra-up
-	$(PY) -m services.booking.bench
+	$(PY) -m benchmarks.booking

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -52,12 +51,3 @@ def make_engine(url: str, pool_size: int = 10, timeouts: Timeouts | None = None)
 
 def make_session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     return async_sessionmaker(engine, expire_on_commit=False)
-
-
-async def database_answers(engine: AsyncEngine) -> bool:
-    try:
-        async with engine.connect() as connection:
-            await connection.execute(text("SELECT 1"))
-        return True
-    except Exception:
-        return False

@@ -15,6 +15,8 @@ from sqlalchemy import Row, Table, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from servicekit.rows import record
+
 MAX_DETAIL = 2000
 
 
@@ -61,15 +63,4 @@ class Incident:
 
 
 def _incident_of(row: Row[Any]) -> Incident:
-    return Incident(
-        incident_id=row.incident_id,
-        kind=row.kind,
-        subject_id=row.subject_id,
-        state=row.state,
-        detail=row.detail,
-        opened_at=row.opened_at,
-        resolved_at=row.resolved_at,
-        resolved_by=row.resolved_by,
-        decision=row.decision,
-        note=row.note,
-    )
+    return record(Incident, row)

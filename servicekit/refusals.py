@@ -14,7 +14,6 @@ from contextlib import contextmanager
 from enum import StrEnum
 from typing import ClassVar
 
-from servicekit import validation
 from servicekit.validation import InvalidField
 
 
@@ -28,10 +27,21 @@ class Kind(StrEnum):
 
 
 class Refusal(Exception):
-    """Base of every error a caller can be told about."""
+    """Base of every error a caller can be told about.
+
+    A refusal names its reason and kind where it is declared:
+    `class SlotUnavailable(Refusal, reason="slot_unavailable", kind=Kind.PRECONDITION)`.
+    """
 
     reason: ClassVar[str] = "refused"
     kind: ClassVar[Kind] = Kind.PRECONDITION
+
+    def __init_subclass__(cls, reason: str = "", kind: Kind | None = None) -> None:
+        super().__init_subclass__()
+        if reason:
+            cls.reason = reason
+        if kind is not None:
+            cls.kind = kind
 
     @property
     def metadata(self) -> dict[str, str]:
@@ -39,11 +49,8 @@ class Refusal(Exception):
         return {}
 
 
-class InvalidRequest(Refusal):
+class InvalidRequest(Refusal, reason="validation_error", kind=Kind.INVALID):
     """A malformed request; `field` names the bad field when one is to blame."""
-
-    reason = "validation_error"
-    kind = Kind.INVALID
 
     def __init__(self, message: str, field: str = "") -> None:
         super().__init__(f"{field}: {message}" if field else message)
@@ -54,22 +61,16 @@ class InvalidRequest(Refusal):
         return {"field": self.field} if self.field else {}
 
 
-class InvalidIdempotencyKey(InvalidRequest):
-    reason = "invalid_idempotency_key"
+class InvalidIdempotencyKey(InvalidRequest, reason="invalid_idempotency_key"):
+    """The key is not 1 to 128 characters of A-Z a-z 0-9 . _ : -."""
 
 
-class NotFound(Refusal):
+class NotFound(Refusal, reason="not_found", kind=Kind.NOT_FOUND):
     """No such resource, or one the caller may not know exists."""
 
-    reason = "not_found"
-    kind = Kind.NOT_FOUND
 
-
-class IdempotencyConflict(Refusal):
+class IdempotencyConflict(Refusal, reason="idempotency_conflict", kind=Kind.ALREADY_EXISTS):
     """The key was used before for a different request; the original is untouched."""
-
-    reason = "idempotency_conflict"
-    kind = Kind.ALREADY_EXISTS
 
 
 @contextmanager
@@ -79,13 +80,3 @@ def invalid_fields_refused(as_error: type[InvalidRequest] = InvalidRequest) -> I
         yield
     except InvalidField as error:
         raise as_error(error.problem, error.field) from None
-
-
-def check_caller(org_id: str, user: str, key: str) -> None:
-    """The fields every idempotent customer command carries, in the order a caller reads
-    them: the organisation (a canonical UUID), the user, the Idempotency-Key."""
-    with invalid_fields_refused():
-        validation.canonical_uuid("org_id", org_id)
-        validation.text("user", user)
-    with invalid_fields_refused(InvalidIdempotencyKey):
-        validation.idempotency_key("idempotency_key", key)

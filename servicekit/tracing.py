@@ -92,9 +92,3 @@ def carrier_from_pairs(pairs: Iterable[tuple[str, str | bytes]]) -> dict[str, st
 def current_trace_id() -> str:
     span_context = trace.get_current_span().get_span_context()
     return format(span_context.trace_id, "032x") if span_context.is_valid else ""
-
-
-def trace_id_of(carrier: Mapping[str, str]) -> str:
-    """The trace id inside a stored carrier, for operators' views."""
-    parts = carrier.get("traceparent", "").split("-")
-    return parts[1] if len(parts) == 4 else ""

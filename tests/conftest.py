@@ -7,12 +7,10 @@ each other and can share one broker.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from servicekit import tracing
@@ -23,6 +21,7 @@ from tests.support.infrastructure import (
     drop_database,
     ensure_infrastructure,
 )
+from tests.support.topics import create_topics
 
 _EXPORTER = InMemorySpanExporter()
 
@@ -87,20 +86,10 @@ def service_database(
 
 
 @pytest.fixture
-async def new_topics(
-    kafka_bootstrap: str,
-) -> AsyncIterator[Callable[[dict[str, int]], Awaitable[str]]]:
+def new_topics(kafka_bootstrap: str) -> Callable[[dict[str, int]], Awaitable[str]]:
     """Creates topics under a fresh prefix; returns the prefix."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=kafka_bootstrap)
-    await admin.start()
 
     async def make(partitions_by_topic: dict[str, int]) -> str:
-        prefix = f"t{uuid.uuid4().hex[:8]}."
-        await admin.create_topics(
-            [NewTopic(prefix + name, count, 1) for name, count in partitions_by_topic.items()]
-        )
-        await asyncio.sleep(0.2)  # let the new partitions' leaders settle
-        return prefix
+        return await create_topics(kafka_bootstrap, partitions_by_topic)
 
-    yield make
-    await admin.close()
+    return make

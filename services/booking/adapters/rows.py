@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from servicekit import validation
+from servicekit.rows import record
 from services.booking.domain.model import (
     Booking,
     BookingState,
@@ -54,25 +55,17 @@ def slot_values(slot: Slot) -> dict[str, Any]:
 
 
 def booking_of(row: Any) -> Booking:
-    return Booking(
+    return record(
+        Booking,
+        row,
         booking_id=str(row.booking_id),
-        org_id=row.org_id,
-        user=row.user,
         slot_id=str(row.slot_id),
         space_id=str(row.space_id),
         slot_during=TimeRange(row.slot_starts_at, row.slot_ends_at),
         window=TimeRange(row.valid_from, row.valid_to),
-        party_size=row.party_size,
         payment_mode=PaymentMode(row.payment_mode),
         price=Money(row.price_amount, row.currency),
-        terms_version=row.terms_version,
         state=BookingState(row.state),
-        payment_id=row.payment_id,
-        hold_expires_at=row.hold_expires_at,
-        trace_id=row.trace_id,
-        paid=row.paid,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
     )
 
 

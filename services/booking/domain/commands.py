@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from servicekit import validation
+from servicekit.commands import IdempotentCommand
 from servicekit.idempotency import fingerprint
-from servicekit.refusals import check_caller, invalid_fields_refused
+from servicekit.refusals import invalid_fields_refused
 from services.booking.domain.model import Money, PaymentMode, TimeRange
 
 MAX_PARTY_SIZE = 4
@@ -36,10 +37,7 @@ def price(amount: int, currency: str) -> Money:
 
 
 @dataclass(frozen=True)
-class Checkout:
-    org_id: str
-    user: str
-    idempotency_key: str
+class Checkout(IdempotentCommand):
     slot_id: str
     party_size: int
     payment_mode: PaymentMode
@@ -48,12 +46,15 @@ class Checkout:
     def of(
         cls, org_id: str, user: str, key: str, slot_id: str, party_size: int, payment_mode: str
     ) -> Checkout:
-        check_caller(org_id, user, key)
         with invalid_fields_refused():
-            validation.canonical_uuid("slot_id", slot_id)
-            validation.integer("party_size", party_size, 1, MAX_PARTY_SIZE)
             validation.one_of("payment_mode", payment_mode, PaymentMode.__members__.values())
         return cls(org_id, user, key, slot_id, party_size, PaymentMode(payment_mode))
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        with invalid_fields_refused():
+            validation.canonical_uuid("slot_id", self.slot_id)
+            validation.integer("party_size", self.party_size, 1, MAX_PARTY_SIZE)
 
     def fingerprint(self) -> bytes:
         return fingerprint(
@@ -66,14 +67,11 @@ class Checkout:
 
 
 @dataclass(frozen=True)
-class CancelBooking:
-    org_id: str
-    user: str
-    idempotency_key: str
+class CancelBooking(IdempotentCommand):
     booking_id: str
 
     def __post_init__(self) -> None:
-        check_caller(self.org_id, self.user, self.idempotency_key)
+        super().__post_init__()
         identifier("booking_id", self.booking_id)
 
     def fingerprint(self) -> bytes:
@@ -81,15 +79,12 @@ class CancelBooking:
 
 
 @dataclass(frozen=True)
-class RescheduleBooking:
-    org_id: str
-    user: str
-    idempotency_key: str
+class RescheduleBooking(IdempotentCommand):
     booking_id: str
     new_slot_id: str
 
     def __post_init__(self) -> None:
-        check_caller(self.org_id, self.user, self.idempotency_key)
+        super().__post_init__()
         identifier("booking_id", self.booking_id)
         identifier("new_slot_id", self.new_slot_id)
 

@@ -9,23 +9,17 @@ from __future__ import annotations
 from servicekit.refusals import Kind, Refusal
 
 
-class SlotUnavailable(Refusal):
+class SlotUnavailable(Refusal, reason="slot_unavailable", kind=Kind.PRECONDITION):
     """The slot is held, booked, closed or already started."""
 
-    reason = "slot_unavailable"
-    kind = Kind.PRECONDITION
+
+class InsufficientPassBalance(Refusal, reason="insufficient_pass_balance", kind=Kind.PRECONDITION):
+    """The organisation has no pass entry left to redeem."""
 
 
-class InsufficientPassBalance(Refusal):
-    reason = "insufficient_pass_balance"
-    kind = Kind.PRECONDITION
+class BookingNotCancellable(Refusal, reason="booking_not_cancellable", kind=Kind.PRECONDITION):
+    """Only a pending or confirmed booking can be cancelled; an expired one cannot."""
 
 
-class BookingNotCancellable(Refusal):
-    reason = "booking_not_cancellable"
-    kind = Kind.PRECONDITION
-
-
-class BookingNotReschedulable(Refusal):
-    reason = "booking_not_reschedulable"
-    kind = Kind.PRECONDITION
+class BookingNotReschedulable(Refusal, reason="booking_not_reschedulable", kind=Kind.PRECONDITION):
+    """Only a confirmed booking can move, and only to another slot."""

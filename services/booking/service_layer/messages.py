@@ -20,12 +20,15 @@ def window(during: TimeRange) -> ev.AccessWindow:
     )
 
 
+def _whose(booking: Booking) -> dict[str, str]:
+    """Which booking, of which organisation and customer: what most events start with."""
+    return {"booking_id": booking.booking_id, "org_id": booking.org_id, "user": booking.user}
+
+
 def payment_requested(booking: Booking) -> ev.PaymentRequested:
     assert booking.hold_expires_at is not None, "a card checkout always has a hold"
     return ev.PaymentRequested(
-        booking_id=booking.booking_id,
-        org_id=booking.org_id,
-        user=booking.user,
+        **_whose(booking),
         price=money(booking.price),
         slot_id=booking.slot_id,
         hold_expires_at=timestamp(booking.hold_expires_at),
@@ -34,9 +37,7 @@ def payment_requested(booking: Booking) -> ev.PaymentRequested:
 
 def booking_confirmed(booking: Booking) -> ev.BookingConfirmed:
     return ev.BookingConfirmed(
-        booking_id=booking.booking_id,
-        org_id=booking.org_id,
-        user=booking.user,
+        **_whose(booking),
         slot_id=booking.slot_id,
         window=window(booking.window),
         payment_mode=booking.payment_mode.value,
@@ -67,13 +68,11 @@ def booking_rescheduled(
     booking: Booking, old_slot_id: str, old: TimeRange
 ) -> ev.BookingRescheduled:
     return ev.BookingRescheduled(
-        booking_id=booking.booking_id,
+        **_whose(booking),
         old_slot_id=old_slot_id,
         old_window=window(old),
         new_slot_id=booking.slot_id,
         new_window=window(booking.window),
-        org_id=booking.org_id,
-        user=booking.user,
     )
 
 

@@ -12,6 +12,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from servicekit.incidents import Incident, Incidents
+from servicekit.rows import columns, record
 from servicekit.schema import PENDING
 from services.payment.adapters.orm import Tables
 from services.payment.domain.money import Money
@@ -20,60 +21,26 @@ from services.payment.domain.payment import Payment
 
 
 def payment_of(row: Any) -> Payment:
-    return Payment(
-        payment_id=row.payment_id,
-        state=row.state,
-        amount=Money(row.amount, row.currency),
-        org_id=row.org_id,
-        booking_id=row.booking_id,
-        order_id=row.order_id,
-        attempt=row.attempt,
-        provider_payment_id=row.provider_payment_id,
-        checkout_url=row.checkout_url,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-    )
+    return record(Payment, row, amount=Money(row.amount, row.currency))
 
 
 def payment_values(payment: Payment) -> dict[str, Any]:
     """The columns of a new payment: its snapshot and where it stands."""
-    return {
-        "payment_id": payment.payment_id,
-        "org_id": payment.org_id,
-        "booking_id": payment.booking_id,
-        "order_id": payment.order_id,
-        "state": payment.state,
-        "amount": payment.amount.amount,
-        "currency": payment.amount.currency,
-        "attempt": payment.attempt,
-    }
+    return columns(
+        payment,
+        *("payment_id", "org_id", "booking_id", "order_id", "state", "attempt"),
+        amount=payment.amount.amount,
+        currency=payment.amount.currency,
+    )
 
 
 def order_of(row: Any) -> Order:
-    return Order(
-        order_id=row.order_id,
-        org_id=row.org_id,
-        state=row.state,
-        plan_code=row.plan_code,
-        plan_version=row.plan_version,
-        kind=row.kind,
-        price=Money(row.amount, row.currency),
-        entries=row.entries,
-        period_days=row.period_days,
-        created_at=row.created_at,
-    )
+    return record(Order, row, price=Money(row.amount, row.currency))
 
 
 def plan_of(row: Any) -> Plan:
-    return Plan(
-        row.plan_code,
-        row.plan_version,
-        row.kind,
-        row.name,
-        Money(row.amount, row.currency),
-        row.entries,
-        row.period_days,
-    )
+    price = Money(row.amount, row.currency)
+    return record(Plan, row, code=row.plan_code, version=row.plan_version, price=price)
 
 
 class PaymentRepository:

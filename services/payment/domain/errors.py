@@ -9,29 +9,20 @@ from __future__ import annotations
 from servicekit.refusals import InvalidRequest, Kind, Refusal
 
 
-class InvalidPlan(InvalidRequest):
-    reason = "validation_error"
+class InvalidPlan(InvalidRequest, reason="validation_error"):
+    """A plan whose fields break the catalogue's rules."""
 
 
-class UnknownPlan(Refusal):
+class UnknownPlan(Refusal, reason="unknown_plan", kind=Kind.INVALID):
     """No plan of that code and version in the catalogue."""
 
-    reason = "unknown_plan"
-    kind = Kind.INVALID
 
-
-class PlanVersionExists(Refusal):
+class PlanVersionExists(Refusal, reason="plan_version_exists", kind=Kind.ALREADY_EXISTS):
     """A plan version is immutable: it may be created once and never changed."""
 
-    reason = "plan_version_exists"
-    kind = Kind.ALREADY_EXISTS
 
-
-class OrderExists(Refusal):
+class OrderExists(Refusal, reason="order_exists", kind=Kind.ALREADY_EXISTS):
     """The organisation already has an open initial subscription order or an active period."""
-
-    reason = "order_exists"
-    kind = Kind.ALREADY_EXISTS
 
     def __init__(self, existing_order_id: str) -> None:
         super().__init__(f"order {existing_order_id} is open or its period is active")
@@ -42,22 +33,13 @@ class OrderExists(Refusal):
         return {"existing_order_id": self.existing_order_id}
 
 
-class InvalidSignature(Refusal):
+class InvalidSignature(Refusal, reason="invalid_signature", kind=Kind.INVALID):
     """A notification whose signature, timestamp or body does not verify."""
 
-    reason = "invalid_signature"
-    kind = Kind.INVALID
 
-
-class AmountMismatch(Refusal):
+class AmountMismatch(Refusal, reason="amount_mismatch", kind=Kind.PRECONDITION):
     """The gateway reports another amount or currency than the local snapshot."""
 
-    reason = "amount_mismatch"
-    kind = Kind.PRECONDITION
 
-
-class GatewayUnreachable(Refusal):
+class GatewayUnreachable(Refusal, reason="gateway_unavailable", kind=Kind.UNAVAILABLE):
     """The card gateway did not answer: whether it applied the call is unknown; retry."""
-
-    reason = "gateway_unavailable"
-    kind = Kind.UNAVAILABLE

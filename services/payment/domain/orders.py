@@ -14,11 +14,11 @@ from datetime import datetime
 from typing import Final
 
 from servicekit import validation
+from servicekit.commands import IdempotentCommand
 from servicekit.idempotency import fingerprint
 from servicekit.refusals import (
     InvalidIdempotencyKey,
     InvalidRequest,
-    check_caller,
     invalid_fields_refused,
 )
 from services.payment.domain.errors import InvalidPlan
@@ -71,19 +71,16 @@ class Plan:
 
 
 @dataclass(frozen=True)
-class CreateOrder:
+class CreateOrder(IdempotentCommand):
     """The command: an organisation asks to buy one plan version under an Idempotency-Key.
 
     Every field is checked when the command is made, before any I/O."""
 
-    org_id: str
-    user: str
-    idempotency_key: str
     plan_code: str
     plan_version: int
 
     def __post_init__(self) -> None:
-        check_caller(self.org_id, self.user, self.idempotency_key)
+        super().__post_init__()
         plan_code(self.plan_code)
         with invalid_fields_refused():
             validation.integer("plan_version", self.plan_version, 1, MAX_PLAN_VERSION)

@@ -1,8 +1,9 @@
 """Checkout throughput over gRPC against pgbench's TPC-B-like baseline on the same server.
 
-    .venv/bin/python -m services.booking.bench
+    make bench-booking      (.venv/bin/python -m benchmarks.booking)
 
-Creates a scratch database and topic prefix, starts the booking service in-process, runs
+Takes a migrated database and a topic prefix from the test infrastructure helpers, starts
+the booking service in-process (as the runtime role, like production), runs
 32 concurrent clients checking out distinct slots for ~10 s, then runs pgbench on the
 same PostgreSQL. Prints the figures; the last line is one JSON object.
 """
@@ -22,17 +23,22 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-import psycopg
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from liftfit.booking.v1 import booking_pb2 as pb
 from liftfit.booking.v1 import events_pb2 as ev
 from liftfit.booking.v1.booking_pb2_grpc import BookingServiceStub
 
+from benchmarks import cpu as bench_cpu
 from servicekit.grpc_server import channel
 from servicekit.protobuf import timestamp
-from services.booking import bench_cpu
 from services.booking.bootstrap import bootstrap
 from services.booking.settings import Settings
+from tests.support.infrastructure import (
+    MigratedTemplates,
+    create_database,
+    drop_database,
+    ensure_infrastructure,
+)
+from tests.support.topics import create_topics
 
 if TYPE_CHECKING:  # the async stub exists only in the type stubs
     from liftfit.booking.v1.booking_pb2_grpc import BookingServiceAsyncStub
@@ -41,10 +47,6 @@ CLIENTS = 32
 SECONDS = float(os.environ.get("BENCH_SECONDS", "10"))
 SLOTS = int(os.environ.get("BENCH_SLOTS", "40000"))
 PGBENCH = os.environ.get("PGBENCH", "/usr/lib/postgresql/15/bin/pgbench")
-ADMIN_DSN = os.environ.get(
-    "LIFTFIT_PG_ADMIN_DSN", "postgresql://liftfit:liftfit@127.0.0.1:15432/postgres"
-)
-KAFKA = os.environ.get("KAFKA_BOOTSTRAP", "127.0.0.1:19092")
 
 
 @dataclass(frozen=True)
@@ -53,30 +55,6 @@ class CheckoutFigures:
     p50_ms: float
     p99_ms: float
     cpu: str  # where the machine's CPU went meanwhile (bench_cpu)
-
-
-def _scratch_database(name: str) -> str:
-    with psycopg.connect(ADMIN_DSN, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return urlsplit(ADMIN_DSN)._replace(path=f"/{name}").geturl()
-
-
-def _drop_database(name: str) -> None:
-    with psycopg.connect(ADMIN_DSN, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-async def _topic_prefix() -> str:
-    prefix = f"bench{uuid.uuid4().hex[:8]}."
-    admin = AIOKafkaAdminClient(bootstrap_servers=KAFKA)
-    await admin.start()
-    try:
-        names = ("booking.events", "payment.events", "access.events")
-        await admin.create_topics([NewTopic(prefix + name, 3, 1) for name in names])
-    finally:
-        await admin.close()
-    return prefix
 
 
 async def _create_slots(stub: BookingServiceAsyncStub) -> list[str]:
@@ -105,7 +83,7 @@ async def _run_clients(target: str, slots: list[str]) -> tuple[list[float], floa
     clients = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "services.booking.bench_clients",
+        "benchmarks.booking_clients",
         target,
         str(SECONDS),
         slots_file.name,
@@ -124,12 +102,13 @@ def _percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))] * 1000
 
 
-async def measure_checkouts(database_url: str) -> CheckoutFigures:
+async def measure_checkouts(database_url: str, kafka: str) -> CheckoutFigures:
+    topics = {"booking.events": 3, "payment.events": 3, "access.events": 3}
     settings = Settings(
         database_url=database_url.replace("postgresql://", "postgresql+psycopg://", 1),
-        kafka_bootstrap=KAFKA,
+        kafka_bootstrap=kafka,
         grpc_address="127.0.0.1:0",
-        topic_prefix=await _topic_prefix(),
+        topic_prefix=await create_topics(kafka, topics),
         idempotency_secret=uuid.uuid4().hex.encode(),
         hold_seconds=900,
         terms_version="2026-11",
@@ -169,19 +148,23 @@ def measure_pgbench(database_url: str) -> float:
 
 
 async def main() -> None:
+    infra = ensure_infrastructure()
     suffix = uuid.uuid4().hex[:8]
     booking_db, pgbench_db = f"bench_booking_{suffix}", f"bench_pgbench_{suffix}"
+    templates = MigratedTemplates(infra.pg_admin_dsn)
     try:
-        checkouts = await measure_checkouts(_scratch_database(booking_db))
+        booking_url = templates.database("booking", booking_db)
+        checkouts = await measure_checkouts(booking_url, infra.kafka_bootstrap)
         rate = checkouts.checkouts_per_s
         print(f"checkout over gRPC, {CLIENTS} clients, distinct slots: {rate:.0f}/s")
         print(f"checkout latency: p50 {checkouts.p50_ms:.1f} ms, p99 {checkouts.p99_ms:.1f} ms")
         print(checkouts.cpu)
-        tps = measure_pgbench(_scratch_database(pgbench_db))
+        tps = measure_pgbench(create_database(infra.pg_admin_dsn, pgbench_db))
         print(f"pgbench TPC-B-like, 32 clients, scale 10: {tps:.0f} tps")
     finally:
-        _drop_database(booking_db)
-        _drop_database(pgbench_db)
+        drop_database(infra.pg_admin_dsn, booking_db)
+        drop_database(infra.pg_admin_dsn, pgbench_db)
+        templates.drop_all()
     ratio = checkouts.checkouts_per_s / tps
     print(f"ratio checkout/pgbench: {ratio:.2f} (target >= 0.3)")
     figures = {

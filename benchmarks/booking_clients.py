@@ -1,5 +1,5 @@
 """The benchmark's 32 gRPC clients, in their own process so they do not take the server's
-CPU: `python -m services.booking.bench_clients TARGET SECONDS SLOTS_FILE` prints the
+CPU: `python -m benchmarks.booking_clients TARGET SECONDS SLOTS_FILE` prints the
 latencies of the checkouts it made and the time they took, as JSON (seconds)."""
 
 from __future__ import annotations
