@@ -2,32 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import sys
 
-import uvicorn
+from sandboxes.serving import serve
 
 from .app import create_app
-from .settings import Settings, SettingsError
-
-# A response held back by a timeout fault would otherwise keep shutdown waiting for
-# hang_seconds; the sandbox has nothing worth a long graceful shutdown.
-SHUTDOWN_GRACE_S = 2
+from .settings import Settings
 
 
 def main() -> int:
-    try:
-        settings = Settings.from_env(os.environ)
-    except SettingsError as exc:
-        print(f"card gateway: refusing to start: {exc}", file=sys.stderr)
-        return 2
-    uvicorn.run(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
-    )
-    return 0
+    return serve("card gateway", Settings.from_env, create_app, lambda s: (s.host, s.port))
 
 
 if __name__ == "__main__":

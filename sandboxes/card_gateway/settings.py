@@ -10,12 +10,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from sandboxes.environment import SettingsError
+
+__all__ = ["Settings", "SettingsError"]
+
 DEFAULT_PORT = 18081
 DEFAULT_HOST = "127.0.0.1"  # loopback unless told otherwise, e.g. 0.0.0.0 in a container
-
-
-class SettingsError(ValueError):
-    """A required setting is missing or invalid; the message names the variable."""
 
 
 @dataclass(frozen=True)

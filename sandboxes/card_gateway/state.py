@@ -9,14 +9,15 @@ to the notifier; that way no transition can be made without producing its notifi
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
+from sandboxes.faults import Faults as SandboxFaults
+
 PaymentState = Literal["pending", "paid", "failed", "cancelled", "expired", "refunded"]
 Outcome = Literal["succeed", "fail"]
-Counter = Literal["timeout_next_creates", "timeout_next_refunds", "fail_next_calls"]
 
 # Transitions only move forward, as with a real provider: a final state is never left.
 _ALLOWED: dict[PaymentState, frozenset[PaymentState]] = {
@@ -135,7 +136,7 @@ class Event:
 
 
 @dataclass
-class Faults:
+class Faults(SandboxFaults):
     """Misbehaviour switched on through the control API; counters count down per use."""
 
     duplicate_notifications: int = 0
@@ -147,29 +148,6 @@ class Faults:
     hang_seconds: float = 30.0
     fail_next_calls: int = 0
     settle_delay_ms: int = 0
-
-    def merge(self, changes: Mapping[str, object]) -> None:
-        known = {f.name for f in fields(self)}
-        for name, value in changes.items():
-            if name not in known:
-                raise KeyError(name)
-            setattr(self, name, value)
-
-    def clear(self) -> None:
-        # In place, because the notifier holds a reference to this very object.
-        for f in fields(self):
-            setattr(self, f.name, f.default)
-
-    def take(self, counter: Counter) -> bool:
-        """Consume one use of a counting fault; True when the fault applies to this call."""
-        remaining: int = getattr(self, counter)
-        if remaining <= 0:
-            return False
-        setattr(self, counter, remaining - 1)
-        return True
-
-    def to_api(self) -> dict[str, object]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass
