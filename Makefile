@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 VENV_STAMP := .venv/.installed
 
-.PHONY: install protos lint test test-only up down status infra-up bench bench-relay bench-booking lock
+.PHONY: install protos lint contracts release-contracts test test-only up down status infra-up bench bench-relay bench-booking lock
 
 install: $(VENV_STAMP) build/gen/liftfit
 
@@ -36,7 +36,19 @@ lint: install
 	.venv/bin/ruff format --check .
 	.venv/bin/mypy servicekit services sandboxes tests benchmarks
 
-test: install infra-up lint test-only
+# The contracts first: Buf's lint and breaking check on protos/, then the contract tests,
+# listed one by one so the output says what they checked.
+contracts: install infra-up
+	cd protos && ../.venv/bin/buf lint
+	cd protos && ../.venv/bin/buf breaking --against released.binpb
+	.venv/bin/pytest -v tests/contract
+
+# A deliberate new release of the contracts: the new image is in the diff a reviewer reads.
+release-contracts: install
+	cd protos && ../.venv/bin/buf build -o released.binpb
+
+test: install infra-up lint contracts
+	.venv/bin/pytest -q --ignore=tests/contract
 
 test-only:
 	.venv/bin/pytest -q

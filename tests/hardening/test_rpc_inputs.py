@@ -358,7 +358,7 @@ async def payment_world(harness: Harness) -> PaymentWorld:
     code = f"pass-{new_id()[:8]}"
     price = pev.Money(amount=99_000, currency="CZK")
     plan = ppb.Plan(plan_code=code, plan_version=1, kind="pass", name=code, price=price, entries=10)
-    await harness.stub.CreatePlan(plan)
+    await harness.stub.CreatePlan(ppb.CreatePlanRequest(plan=plan))
     org_id = new_id()
     order = await harness.stub.CreateOrder(
         ppb.CreateOrderRequest(
@@ -428,14 +428,16 @@ def _payment_calls(draw: st.DrawFn, world: PaymentWorld) -> Calls:
         ("ListPlans", ppb.ListPlansRequest()),
         (
             "CreatePlan",
-            ppb.Plan(
-                plan_code=draw(code),
-                plan_version=draw(int32s(1, 2)),
-                kind=draw(text_or_hostile("pass", "subscription")),
-                name=draw(text_or_hostile("Ten entries")),
-                price=draw(_money(pev.Money)),
-                entries=draw(int32s(10)),
-                period_days=draw(int32s(30)),
+            ppb.CreatePlanRequest(
+                plan=ppb.Plan(
+                    plan_code=draw(code),
+                    plan_version=draw(int32s(1, 2)),
+                    kind=draw(text_or_hostile("pass", "subscription")),
+                    name=draw(text_or_hostile("Ten entries")),
+                    price=draw(_money(pev.Money)),
+                    entries=draw(int32s(10)),
+                    period_days=draw(int32s(30)),
+                )
             ),
         ),
         ("ListPayments", ppb.ListPaymentsRequest(state=draw(state))),
@@ -461,9 +463,9 @@ async def test_the_operators_hostile_payment_calls_are_refused_naming_the_field(
     """What the operator's calls found in the payment service, one call each."""
     price = pev.Money(amount=99_000, currency="CZK")
 
-    def plan(**change: Any) -> ppb.Plan:
+    def plan(**change: Any) -> ppb.CreatePlanRequest:
         fields = {"plan_code": "p", "plan_version": 1, "kind": "pass", "name": "P", "price": price}
-        return ppb.Plan(**{**fields, "entries": 10, **change})
+        return ppb.CreatePlanRequest(plan=ppb.Plan(**{**fields, "entries": 10, **change}))
 
     org = payment_world.org_id
     calls: list[tuple[str, Message, str, str]] = [

@@ -23,17 +23,16 @@ async def _plan(harness: Harness, kind: str, version: int = 1, amount: int = 990
 
 
 async def _add_version(harness: Harness, code: str, kind: str, version: int, amount: int) -> None:
-    await harness.stub.CreatePlan(
-        payment_pb2.Plan(
-            plan_code=code,
-            plan_version=version,
-            kind=kind,
-            name=code,
-            price=events_pb2.Money(amount=amount, currency="CZK"),
-            entries=10 if kind == "pass" else 0,
-            period_days=30 if kind == "subscription" else 0,
-        )
+    plan = payment_pb2.Plan(
+        plan_code=code,
+        plan_version=version,
+        kind=kind,
+        name=code,
+        price=events_pb2.Money(amount=amount, currency="CZK"),
+        entries=10 if kind == "pass" else 0,
+        period_days=30 if kind == "subscription" else 0,
     )
+    await harness.stub.CreatePlan(payment_pb2.CreatePlanRequest(plan=plan))
 
 
 async def _order(harness: Harness, org: str, key: str, code: str, version: int = 1) -> Reply:

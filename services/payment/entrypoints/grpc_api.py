@@ -126,15 +126,18 @@ class PaymentServicer(payment_pb2_grpc.PaymentServiceServicer):
         plans = await handlers.list_plans(self._deps)
         return payment_pb2.ListPlansResponse(plans=[plan_message(p) for p in plans])
 
-    async def CreatePlan(self, request: payment_pb2.Plan, context: Context) -> payment_pb2.Plan:
+    async def CreatePlan(
+        self, request: payment_pb2.CreatePlanRequest, context: Context
+    ) -> payment_pb2.Plan:
+        new = request.plan
         plan = Plan(
-            code=request.plan_code,
-            version=request.plan_version,
-            kind=request.kind,
-            name=request.name,
-            price=Money(request.price.amount, request.price.currency),
-            entries=request.entries,
-            period_days=request.period_days,
+            code=new.plan_code,
+            version=new.plan_version,
+            kind=new.kind,
+            name=new.name,
+            price=Money(new.price.amount, new.price.currency),
+            entries=new.entries,
+            period_days=new.period_days,
         )  # checked by create_plan (Plan.validated) before it is stored
         return plan_message(await handlers.create_plan(self._deps, plan))
 
