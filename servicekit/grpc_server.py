@@ -24,7 +24,15 @@ from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind
 
 from servicekit import tracing
-from servicekit.errors import abort_with, reason_of, rich_status, status_for
+from servicekit.errors import (
+    CONFLICT,
+    INTERNAL,
+    UNAVAILABLE,
+    abort_with,
+    reason_of,
+    rich_status,
+    status_for,
+)
 from servicekit.faults import Fault, classify
 from servicekit.refusals import Refusal
 
@@ -83,7 +91,7 @@ async def _answer_unexpected(
         await abort_with_reason(
             context,
             grpc.StatusCode.UNAVAILABLE,
-            "unavailable",
+            UNAVAILABLE,
             "a dependency is unavailable; retry",
         )
     correlation = uuid.uuid4().hex[:16]
@@ -96,9 +104,9 @@ async def _answer_unexpected(
     )
     if fault is Fault.CONFLICT:
         detail = f"try again (correlation {correlation})"
-        await abort_with_reason(context, grpc.StatusCode.ABORTED, "conflict", detail, domain)
+        await abort_with_reason(context, grpc.StatusCode.ABORTED, CONFLICT, detail, domain)
     detail = f"internal error (correlation {correlation})"
-    await abort_with_reason(context, grpc.StatusCode.INTERNAL, "internal", detail, domain)
+    await abort_with_reason(context, grpc.StatusCode.INTERNAL, INTERNAL, detail, domain)
 
 
 class TracingClientInterceptor(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[type-arg]

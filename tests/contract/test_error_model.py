@@ -8,10 +8,13 @@ from types import ModuleType
 
 import grpc
 import pytest
+from google.protobuf.descriptor import EnumDescriptor
 from google.rpc import error_details_pb2, status_pb2
+from liftfit.booking.v1 import booking_pb2
+from liftfit.payment.v1 import payment_pb2
 
 from servicekit import refusals
-from servicekit.errors import STATUS_OF_KIND, status_for
+from servicekit.errors import INTERCEPTOR_REASONS, STATUS_OF_KIND, status_for
 from servicekit.refusals import IdempotencyConflict, Refusal
 from services.booking import bootstrap as booking
 from services.booking.domain import errors as booking_errors
@@ -22,6 +25,23 @@ SERVICES: dict[str, tuple[ModuleType, str]] = {
     "booking": (booking_errors, booking.ERROR_DOMAIN),
     "payment": (payment_errors, payment.ERROR_DOMAIN),
 }
+# Where each service's proto declares the reasons its refusals may carry.
+DECLARED: dict[str, EnumDescriptor] = {
+    "booking": booking_pb2.DESCRIPTOR.enum_types_by_name["BookingRefusal"],
+    "payment": payment_pb2.DESCRIPTOR.enum_types_by_name["PaymentRefusal"],
+}
+
+
+def declared_reasons(enum: EnumDescriptor) -> set[str]:
+    """BOOKING_REFUSAL_SLOT_UNAVAILABLE declares "slot_unavailable"."""
+    prefix = enum.values[0].name.removesuffix("UNSPECIFIED")
+    return {value.name.removeprefix(prefix).lower() for value in enum.values[1:]}
+
+
+def undeclared(service: str, kinds: list[type[Refusal]], declared: set[str]) -> list[str]:
+    """What the gateway could not map: a reason the service can give but its proto omits."""
+    given = {kind.reason for kind in kinds} | set(INTERCEPTOR_REASONS)
+    return [f"{service} can refuse with {reason!r}, undeclared" for reason in given - declared]
 
 
 def refusals_of(module: ModuleType) -> list[type[Refusal]]:
@@ -63,6 +83,21 @@ def test_every_refusal_maps_to_its_kinds_status_with_its_reason_and_domain(servi
         assert (info.reason, info.domain) == (kind.reason, domain), kind
         assert info.reason and info.reason != Refusal.reason, f"{kind} declares no reason"
         assert dict(info.metadata) == refusal.metadata
+
+
+@pytest.mark.parametrize("service", sorted(SERVICES))
+def test_every_reason_a_service_can_give_is_declared_in_its_proto(service: str) -> None:
+    module, _ = SERVICES[service]
+    assert undeclared(service, refusals_of(module), declared_reasons(DECLARED[service])) == []
+
+
+def test_a_refusal_whose_reason_the_proto_does_not_declare_fails_the_contract() -> None:
+    class Invented(Refusal, reason="an_invented_reason"):
+        """A refusal added to the code and forgotten in the proto."""
+
+    kinds = [*refusals_of(booking_errors), Invented]
+    found = undeclared("booking", kinds, declared_reasons(DECLARED["booking"]))
+    assert found == ["booking can refuse with 'an_invented_reason', undeclared"]
 
 
 def test_an_idempotency_conflict_has_one_status_code_in_every_service() -> None:
