@@ -50,6 +50,7 @@ class PaymentApp:
     sessions: async_sessionmaker[AsyncSession]
     receiver: NotificationReceiver | None
     timer_runner: TimerRunner
+    inbox: Inbox
 
     @property
     def grpc_port(self) -> int:
@@ -148,7 +149,7 @@ def bootstrap(settings: Settings, gateway: CardGateway | None = None) -> Payment
         error_domain=ERROR_DOMAIN,
         workers=workers,
     )
-    return PaymentApp(settings, runtime, deps, tables, sessions, receiver, timer_runner)
+    return PaymentApp(settings, runtime, deps, tables, sessions, receiver, timer_runner, inbox)
 
 
 def _http_gateway(settings: Settings) -> HttpCardGateway:

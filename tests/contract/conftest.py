@@ -1,0 +1,6 @@
+"""The producers' contract tests drive the real services as their own suites start them."""
+
+from __future__ import annotations
+
+from tests.booking.conftest import booking, booking_settings, start_booking  # noqa: F401
+from tests.payment.conftest import card_gateway_url, harness, make_harness  # noqa: F401

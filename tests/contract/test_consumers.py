@@ -1,0 +1,129 @@
+"""Each consumer applies the committed golden sample of every event version it reads,
+through its real inbox and handlers on PostgreSQL, and ends in the state the event means."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from liftfit.access.v1 import events_pb2 as access
+from liftfit.booking.v1 import booking_pb2 as bpb
+from liftfit.booking.v1 import events_pb2 as booking_events
+from liftfit.payment.v1 import events_pb2 as payment_events
+
+from servicekit.inbox import Inbox
+from servicekit.records import Delivery
+from services.booking.domain.model import Booking, BookingState, PaymentMode
+from tests.booking.harness import BookingHarness
+from tests.contract import golden_samples as golden
+from tests.contract.events import CONSUMERS
+from tests.payment.harness import Harness
+
+_offsets = iter(range(1_000_000))
+
+
+async def _apply(inbox: Inbox, prefix: str, kind: type) -> str:
+    sample = golden.sample_of(kind)
+    delivery = Delivery(
+        prefix + sample.topic,
+        0,
+        next(_offsets),
+        golden.committed(sample),
+        key=sample.aggregate_id.encode(),
+    )
+    return await inbox.deliver(delivery)
+
+
+def test_every_event_a_consumer_reads_has_a_committed_golden_sample() -> None:
+    consumed = {kind for events in CONSUMERS.values() for kind in events}
+    sampled = {sample.event.DESCRIPTOR.full_name for sample in golden.SAMPLES}
+    assert consumed == sampled
+    for sample in golden.SAMPLES:
+        assert sample.path.exists(), f"{sample.path.name} is not committed"
+
+
+# --- the booking service -----------------------------------------------------------------
+
+
+async def _pending_booking(harness: BookingHarness, booking_id: str) -> None:
+    """A card checkout's booking under the fixed id a golden sample names."""
+    [slot_message] = await harness.space_with_slots(1)
+    async with harness.app.uows.transaction() as uow:
+        slot = await uow.slots.lock(slot_message.slot_id)
+        slot.hold_for(booking_id)
+        await uow.bookings.add(
+            Booking(
+                booking_id=booking_id,
+                org_id=golden.ORG,
+                user="anna",
+                slot_id=slot.slot_id,
+                space_id=slot.space_id,
+                slot_during=slot.during,
+                window=slot.during,
+                party_size=1,
+                payment_mode=PaymentMode.CARD,
+                price=slot.price,
+                terms_version="2026-11",
+                state=BookingState.PENDING,
+                hold_expires_at=datetime.now(UTC) + timedelta(minutes=15),
+            )
+        )
+        await uow.slots.save(slot)
+
+
+async def _booking(harness: BookingHarness, booking_id: str) -> bpb.Booking:
+    return await harness.booking(golden.ORG, booking_id)
+
+
+async def test_booking_applies_the_golden_payment_events(booking: BookingHarness) -> None:
+    inbox, prefix = booking.app.inbox, booking.app.settings.topic_prefix
+    await _pending_booking(booking, golden.BOOKING_CREATED)
+    await _pending_booking(booking, golden.BOOKING_FAILED)
+
+    assert await _apply(inbox, prefix, payment_events.PaymentCreated) == "processed"
+    created = await _booking(booking, golden.BOOKING_CREATED)
+    assert created.payment_id == golden.PAYMENT_CREATED
+    assert await _apply(inbox, prefix, payment_events.PaymentSucceeded) == "processed"
+    assert (await _booking(booking, golden.BOOKING_CREATED)).state == "confirmed"
+    assert await _apply(inbox, prefix, payment_events.PaymentFailed) == "processed"
+    assert (await _booking(booking, golden.BOOKING_FAILED)).state == "expired"
+    assert await _apply(inbox, prefix, payment_events.PassOrderPaid) == "processed"
+    balance = await booking.stub.GetPassBalance(bpb.GetPassBalanceRequest(org_id=golden.ORG))
+    assert balance.balance == 10
+
+
+async def test_booking_applies_the_golden_access_events(booking: BookingHarness) -> None:
+    inbox, prefix = booking.app.inbox, booking.app.settings.topic_prefix
+    assert await _apply(inbox, prefix, access.PinDisclosed) == "processed"
+    async with booking.app.uows.transaction() as uow:
+        disclosures = uow.disclosures
+        assert await disclosures.outstanding_for(golden.BOOKING_DISCLOSED, golden.SLOT_DISCLOSED)
+    assert await _apply(inbox, prefix, access.RevocationConfirmed) == "processed"
+    async with booking.app.uows.transaction() as uow:
+        outstanding = await uow.disclosures.outstanding_on_slot(golden.SLOT_DISCLOSED)
+    assert not outstanding
+
+
+# --- the payment service -----------------------------------------------------------------
+
+
+async def test_payment_applies_the_golden_booking_events(harness: Harness) -> None:
+    inbox, prefix = harness.app.inbox, harness.prefix
+    assert await _apply(inbox, prefix, booking_events.PaymentRequested) == "processed"
+    requested = await harness.payment_when(golden.BOOKING_REQUESTED, lambda p: True)
+    assert (requested.amount.amount, requested.amount.currency) == (45000, "CZK")
+
+    for booking_id, kind in (
+        (golden.BOOKING_CANCELLED, booking_events.BookingCancelled),
+        (golden.BOOKING_EXPIRED, booking_events.BookingExpired),
+    ):
+        await harness.request_payment(booking_id=booking_id)
+        await harness.payment_when(booking_id, lambda p: bool(p.checkout_url))
+        assert await _apply(inbox, prefix, kind) == "processed"
+        await harness.payment_in(booking_id, "cancelled")
+
+    await harness.request_payment(booking_id=golden.BOOKING_ORPHANED)
+    paid = await harness.payment_when(golden.BOOKING_ORPHANED, lambda p: bool(p.checkout_url))
+    await harness.settle(paid.provider_payment_id)
+    await harness.payment_in(golden.BOOKING_ORPHANED, "paid")
+    assert await _apply(inbox, prefix, booking_events.PaymentWithoutBooking) == "processed"
+    await harness.payment_in(golden.BOOKING_ORPHANED, "refunded")
