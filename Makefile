@@ -67,5 +67,11 @@ bench: bench-relay bench-booking
 bench-relay: install infra-up
 	$(PY) -m benchmarks.relay
 
-bench-booking: install infra-up
+# ghz, the gRPC load generator, built once from the Go module proxy into .local/bin.
+GHZ := .local/bin/ghz
+$(GHZ):
+	mkdir -p .local/bin
+	GOBIN=$(CURDIR)/.local/bin go install github.com/bojand/ghz/cmd/ghz@v0.93.0
+
+bench-booking: install infra-up $(GHZ)
 	$(PY) -m benchmarks.booking

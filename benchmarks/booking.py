@@ -1,11 +1,18 @@
-"""Checkout throughput over gRPC against pgbench's TPC-B-like baseline on the same server.
+"""Checkout throughput and the race for one slot, against pgbench on the same PostgreSQL.
 
     make bench-booking      (.venv/bin/python -m benchmarks.booking)
 
-Takes a migrated database and a topic prefix from the test infrastructure helpers, starts
-the booking service in-process (as the runtime role, like production), runs
-32 concurrent clients checking out distinct slots for ~10 s, then runs pgbench on the
-same PostgreSQL. Prints the figures; the last line is one JSON object.
+Takes a migrated database and a topic prefix from the test infrastructure helpers and
+starts the booking service in-process, as its process runs (uvloop, the runtime role,
+the relay and the other workers included). Then:
+
+1. ghz (the standard gRPC load generator, a native program like pgbench's own client)
+   makes 32 concurrent clients check out distinct slots by card;
+2. ghz makes 200 callers race for one slot with 200 different keys: exactly one may win;
+3. pgbench's TPC-B-like run, 32 clients at scale 10, on the same server right after.
+
+Prints the figures and where the machine's CPU went during the checkout phase; the last
+line is one JSON object.
 """
 
 from __future__ import annotations
@@ -14,13 +21,14 @@ import asyncio
 import json
 import os
 import re
+import statistics
 import subprocess
-import sys
 import tempfile
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from liftfit.booking.v1 import booking_pb2 as pb
@@ -30,9 +38,11 @@ from liftfit.booking.v1.booking_pb2_grpc import BookingServiceStub
 from benchmarks import cpu as bench_cpu
 from servicekit.grpc_server import channel
 from servicekit.protobuf import timestamp
+from servicekit.runtime import run_event_loop
 from services.booking.bootstrap import bootstrap
 from services.booking.settings import Settings
 from tests.support.infrastructure import (
+    REPO_ROOT,
     MigratedTemplates,
     create_database,
     drop_database,
@@ -44,62 +54,92 @@ if TYPE_CHECKING:  # the async stub exists only in the type stubs
     from liftfit.booking.v1.booking_pb2_grpc import BookingServiceAsyncStub
 
 CLIENTS = 32
-SECONDS = float(os.environ.get("BENCH_SECONDS", "10"))
-SLOTS = int(os.environ.get("BENCH_SLOTS", "40000"))
+RACERS = 200
+CHECKOUTS = int(os.environ.get("BENCH_CHECKOUTS", "4000"))
+SECONDS = int(os.environ.get("BENCH_SECONDS", "10"))  # pgbench's run
 PGBENCH = os.environ.get("PGBENCH", "/usr/lib/postgresql/15/bin/pgbench")
+GHZ = Path(os.environ.get("GHZ", REPO_ROOT / ".local" / "bin" / "ghz"))
+CHECKOUT = "liftfit.booking.v1.BookingService.Checkout"
 
 
 @dataclass(frozen=True)
-class CheckoutFigures:
-    checkouts_per_s: float
-    p50_ms: float
-    p99_ms: float
-    cpu: str  # where the machine's CPU went meanwhile (bench_cpu)
+class Run:
+    """One ghz run: every answer's latency (seconds) and status, and how long it took."""
+
+    latencies: list[float]
+    statuses: list[str]
+    elapsed: float
+
+    def percentile_ms(self, share: float) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(share * len(ordered)))] * 1000
 
 
-async def _create_slots(stub: BookingServiceAsyncStub) -> list[str]:
+async def _ghz(target: str, data: list[dict[str, Any]] | dict[str, Any], *args: str) -> Run:
+    """Runs ghz against the service's Checkout; each request takes the next data item."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as data_file:
+        json.dump(data, data_file)
+    command = [
+        str(GHZ),
+        "--insecure",
+        f"--proto={REPO_ROOT / 'protos' / 'liftfit' / 'booking' / 'v1' / 'booking.proto'}",
+        f"--import-paths={REPO_ROOT / 'protos'}",
+        f"--call={CHECKOUT}",
+        f"--data-file={data_file.name}",
+        "--format=json",
+        "--skipFirst=0",
+        *args,
+        target,
+    ]
+    process = await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.PIPE)
+    output, _ = await process.communicate()
+    os.unlink(data_file.name)
+    if process.returncode not in (0, 1):  # 1: some calls were refused, as the race expects
+        raise RuntimeError(f"ghz failed with {process.returncode}")
+    report = json.loads(output)
+    details = report.get("details") or []
+    return Run(
+        latencies=[item["latency"] / 1e9 for item in details],
+        statuses=[item["status"] for item in details],
+        elapsed=report["total"] / 1e9,
+    )
+
+
+def _checkout(org: str, slot_id: str, key: str) -> dict[str, Any]:
+    return {
+        "org_id": org,
+        "user": "bench",
+        "idempotency_key": key,
+        "slot_id": slot_id,
+        "party_size": 1,
+        "payment_mode": "card",
+    }
+
+
+async def _create_slots(stub: BookingServiceAsyncStub, count: int) -> list[str]:
     space = await stub.CreateSpace(pb.CreateSpaceRequest(name="bench", timezone="UTC"))
     # Slots are sold only before they start.
     start = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) + timedelta(days=7)
     slot_ids: list[str] = []
-    for first in range(0, SLOTS, 2000):
+    for first in range(0, count, 2000):
         new = [
             pb.NewSlot(
                 starts_at=timestamp(start + timedelta(hours=i)),
                 ends_at=timestamp(start + timedelta(hours=i + 1)),
                 price=ev.Money(amount=45000, currency="CZK"),
             )
-            for i in range(first, min(first + 2000, SLOTS))
+            for i in range(first, min(first + 2000, count))
         ]
         created = await stub.CreateSlots(pb.CreateSlotsRequest(space_id=space.space_id, slots=new))
         slot_ids += [slot.slot_id for slot in created.slots]
     return slot_ids
 
 
-async def _run_clients(target: str, slots: list[str]) -> tuple[list[float], float]:
-    """Runs the clients in another process; returns their latencies and the elapsed time."""
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as slots_file:
-        json.dump(slots, slots_file)
-    clients = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "benchmarks.booking_clients",
-        target,
-        str(SECONDS),
-        slots_file.name,
-        stdout=asyncio.subprocess.PIPE,
-    )
-    output, _ = await clients.communicate()
-    os.unlink(slots_file.name)
-    if clients.returncode != 0:
-        raise RuntimeError(f"benchmark clients failed with {clients.returncode}")
-    figures = json.loads(output)
-    return list(figures["latencies"]), float(figures["elapsed"])
-
-
-def _percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))] * 1000
+@dataclass(frozen=True)
+class CheckoutFigures:
+    checkouts: Run
+    race: Run
+    cpu: bench_cpu.Spent | None
 
 
 async def measure_checkouts(database_url: str, kafka: str) -> CheckoutFigures:
@@ -118,17 +158,20 @@ async def measure_checkouts(database_url: str, kafka: str) -> CheckoutFigures:
     await app.start()
     grpc_channel = channel(app.grpc_target)
     try:
-        stub = BookingServiceStub(grpc_channel)
-        slots = await _create_slots(stub)
+        slots = await _create_slots(BookingServiceStub(grpc_channel), CHECKOUTS + 1)
+        org = str(uuid.uuid4())
+        data = [_checkout(org, slot, f"k-{i}") for i, slot in enumerate(slots[:CHECKOUTS])]
         before = bench_cpu.sample()
-        latencies, elapsed = await _run_clients(app.grpc_target, slots)
-        cpu = bench_cpu.report(before, bench_cpu.sample(), elapsed, len(latencies))
+        checkouts = await _ghz(
+            app.grpc_target, data, f"--concurrency={CLIENTS}", f"--total={CHECKOUTS}"
+        )
+        cpu = bench_cpu.spent(before, bench_cpu.sample(), len(checkouts.latencies))
+        racers = [_checkout(org, slots[-1], f"race-{i}") for i in range(RACERS)]
+        race = await _ghz(app.grpc_target, racers, f"--concurrency={RACERS}", f"--total={RACERS}")
     finally:
         await grpc_channel.close(grace=None)
         await app.stop()
-    return CheckoutFigures(
-        len(latencies) / elapsed, _percentile(latencies, 0.5), _percentile(latencies, 0.99), cpu
-    )
+    return CheckoutFigures(checkouts, race, cpu)
 
 
 def measure_pgbench(database_url: str) -> float:
@@ -139,7 +182,7 @@ def measure_pgbench(database_url: str) -> float:
     subprocess.run(
         [PGBENCH, "-i", "-q", "-s", "10", *common, name], env=env, check=True, capture_output=True
     )
-    run = [PGBENCH, "-c", "32", "-j", "2", "-T", str(int(SECONDS)), *common, name]
+    run = [PGBENCH, "-c", "32", "-j", "2", "-T", str(SECONDS), *common, name]
     output = subprocess.run(run, env=env, check=True, capture_output=True, text=True).stdout
     match = re.search(r"tps = ([0-9.]+)", output)
     if match is None:
@@ -147,35 +190,65 @@ def measure_pgbench(database_url: str) -> float:
     return float(match.group(1))
 
 
-async def main() -> None:
-    infra = ensure_infrastructure()
-    suffix = uuid.uuid4().hex[:8]
-    booking_db, pgbench_db = f"bench_booking_{suffix}", f"bench_pgbench_{suffix}"
-    templates = MigratedTemplates(infra.pg_admin_dsn)
-    try:
-        booking_url = templates.database("booking", booking_db)
-        checkouts = await measure_checkouts(booking_url, infra.kafka_bootstrap)
-        rate = checkouts.checkouts_per_s
-        print(f"checkout over gRPC, {CLIENTS} clients, distinct slots: {rate:.0f}/s")
-        print(f"checkout latency: p50 {checkouts.p50_ms:.1f} ms, p99 {checkouts.p99_ms:.1f} ms")
-        print(checkouts.cpu)
-        tps = measure_pgbench(create_database(infra.pg_admin_dsn, pgbench_db))
-        print(f"pgbench TPC-B-like, 32 clients, scale 10: {tps:.0f} tps")
-    finally:
-        drop_database(infra.pg_admin_dsn, booking_db)
-        drop_database(infra.pg_admin_dsn, pgbench_db)
-        templates.drop_all()
-    ratio = checkouts.checkouts_per_s / tps
-    print(f"ratio checkout/pgbench: {ratio:.2f} (target >= 0.3)")
-    figures = {
-        "checkouts_per_s": round(checkouts.checkouts_per_s, 1),
-        "p50_ms": round(checkouts.p50_ms, 2),
-        "p99_ms": round(checkouts.p99_ms, 2),
+def _print_and_summarise(figures: CheckoutFigures, tps: float) -> dict[str, float | int]:
+    checkouts, race = figures.checkouts, figures.race
+    ok = sum(status == "OK" for status in checkouts.statuses)
+    rate = ok / checkouts.elapsed
+    winners = sum(status == "OK" for status in race.statuses)
+    print(f"checkout over gRPC (ghz), {CLIENTS} clients, distinct slots: {rate:.0f}/s")
+    print(
+        f"  {ok} of {len(checkouts.statuses)} OK; latency p50 "
+        f"{checkouts.percentile_ms(0.5):.1f} ms, p99 {checkouts.percentile_ms(0.99):.1f} ms"
+    )
+    booking_cpu = 0.0
+    if figures.cpu is not None:
+        print(f"  {figures.cpu}")
+        booking_cpu = figures.cpu.ms_per_unit.get(bench_cpu.SELF, 0.0)
+    print(
+        f"race: {RACERS} callers for one slot: {winners} winner(s); latency of every answer "
+        f"p50 {race.percentile_ms(0.5):.1f} ms, p99 {race.percentile_ms(0.99):.1f} ms "
+        f"(median {statistics.median(race.latencies) * 1000:.1f} ms)"
+    )
+    print(f"pgbench TPC-B-like, 32 clients, scale 10: {tps:.0f} tps")
+    ratio = rate / tps
+    print(
+        f"ratio checkout/pgbench: {ratio:.2f} (target >= 0.3); booking CPU per checkout "
+        f"{booking_cpu:.2f} ms (target <= 2.0)"
+    )
+    return {
+        "checkouts_per_s": round(rate, 1),
+        "p50_ms": round(checkouts.percentile_ms(0.5), 2),
+        "p99_ms": round(checkouts.percentile_ms(0.99), 2),
         "pgbench_tps": round(tps, 1),
         "ratio": round(ratio, 3),
+        "booking_cpu_ms_per_checkout": round(booking_cpu, 2),
+        "race_p99_ms": round(race.percentile_ms(0.99), 1),
+        "race_winners": winners,
     }
-    print(json.dumps(figures))
+
+
+async def _measure(infra_dsn: str, kafka: str, templates: MigratedTemplates) -> None:
+    suffix = uuid.uuid4().hex[:8]
+    booking_db, pgbench_db = f"bench_booking_{suffix}", f"bench_pgbench_{suffix}"
+    try:
+        figures = await measure_checkouts(templates.database("booking", booking_db), kafka)
+        tps = measure_pgbench(create_database(infra_dsn, pgbench_db))
+    finally:
+        drop_database(infra_dsn, booking_db)
+        drop_database(infra_dsn, pgbench_db)
+    print(json.dumps(_print_and_summarise(figures, tps)))
+
+
+def main() -> None:
+    if not GHZ.exists():
+        raise SystemExit(f"{GHZ} is missing: `make bench-booking` builds it")
+    infra = ensure_infrastructure()
+    templates = MigratedTemplates(infra.pg_admin_dsn)
+    try:
+        run_event_loop(_measure(infra.pg_admin_dsn, infra.kafka_bootstrap, templates))
+    finally:
+        templates.drop_all()
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

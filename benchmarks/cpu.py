@@ -8,6 +8,7 @@ machine was, so a throughput figure can be read against the hardware it ran on.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +20,8 @@ class CpuSample:
     by_process: dict[str, tuple[str, int]]  # pid -> (name, user + system ticks)
     machine_busy: int  # ticks spent outside idle and iowait, all cores
     cores: int
-    children_s: float  # CPU of this process's children that ended, e.g. the gRPC clients
+    children_s: float  # CPU of this process's children that ended, e.g. the load generator
+    wall: float  # monotonic seconds when the sample was taken
 
 
 def sample() -> CpuSample | None:
@@ -34,7 +36,7 @@ def sample() -> CpuSample | None:
         except OSError:
             continue  # the process ended meanwhile
         name = text[text.index("(") + 1 : text.rindex(")")]
-        name = "booking service" if stat.parent.name == me else name
+        name = SELF if stat.parent.name == me else name
         fields = text[text.rindex(")") + 2 :].split()
         by_process[stat.parent.name] = (name, int(fields[11]) + int(fields[12]))
     user, nice, system, _idle, _iowait, irq, softirq = (
@@ -42,24 +44,45 @@ def sample() -> CpuSample | None:
     )
     times = os.times()
     children = times.children_user + times.children_system
-    return CpuSample(
-        by_process, user + nice + system + irq + softirq, os.cpu_count() or 1, children
-    )
+    busy = user + nice + system + irq + softirq
+    return CpuSample(by_process, busy, os.cpu_count() or 1, children, time.monotonic())
 
 
-def report(before: CpuSample | None, after: CpuSample | None, seconds: float, work: int) -> str:
-    """CPU milliseconds per unit of work for the busiest process names, and the machine."""
+SELF = "booking service"  # this process: the benchmark runs the service in-process
+
+
+@dataclass(frozen=True)
+class Spent:
+    """CPU milliseconds per unit of work, per process name, and for the whole machine."""
+
+    ms_per_unit: dict[str, float]
+    machine_ms: float
+    busy_share: float
+    cores: int
+
+    def __str__(self) -> str:
+        top = sorted(self.ms_per_unit.items(), key=lambda item: -item[1])[:6]
+        parts = ", ".join(f"{name} {ms:.2f}" for name, ms in top if ms > 0)
+        return (
+            f"cpu per checkout (ms): {parts}; machine {self.machine_ms:.2f}, "
+            f"busy {self.busy_share:.0%} of {self.cores} cores"
+        )
+
+
+def spent(before: CpuSample | None, after: CpuSample | None, work: int) -> Spent | None:
+    """Where the CPU went between two samples, per unit of work; None without /proc."""
     if before is None or after is None or work == 0:
-        return "cpu accounting: not available on this system"
-    spent: dict[str, float] = {}
+        return None
+    seconds: dict[str, float] = {}
     for pid, (name, ticks) in after.by_process.items():
         start = before.by_process.get(pid, (name, 0))[1]
-        spent[name] = spent.get(name, 0.0) + (ticks - start) / _TICKS_PER_S
-    spent["grpc clients"] = after.children_s - before.children_s
+        seconds[name] = seconds.get(name, 0.0) + (ticks - start) / _TICKS_PER_S
+    seconds["load generator"] = after.children_s - before.children_s
     busy = (after.machine_busy - before.machine_busy) / _TICKS_PER_S
-    top = sorted(spent.items(), key=lambda item: -item[1])[:5]
-    parts = ", ".join(f"{name} {s / work * 1000:.2f}" for name, s in top if s > 0)
-    return (
-        f"cpu per checkout (ms): {parts}; machine {busy / work * 1000:.2f}, "
-        f"busy {busy / (seconds * after.cores):.0%} of {after.cores} cores"
+    wall = after.wall - before.wall
+    return Spent(
+        ms_per_unit={name: s / work * 1000 for name, s in seconds.items()},
+        machine_ms=busy / work * 1000,
+        busy_share=busy / (wall * after.cores) if wall > 0 else 0.0,
+        cores=after.cores,
     )

@@ -18,9 +18,10 @@ import os
 import signal
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
+import uvloop
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from servicekit.grpc_server import Health, Registration, start_server
@@ -28,6 +29,7 @@ from servicekit.kafka import ProducerLink
 from servicekit.supervision import RestartPolicy, Supervisor, Worker
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class ProcessFailed(RuntimeError):
@@ -102,10 +104,16 @@ def configure_logging() -> None:
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
 
 
+def run_event_loop(main: Coroutine[Any, Any, T]) -> T:
+    """Runs a coroutine on uvloop: the event loop costs about a fifth of a checkout's CPU
+    on asyncio's own loop, and uvloop's is a fraction of that."""
+    return uvloop.run(main)
+
+
 def run_process(serve: Coroutine[Any, Any, None]) -> None:
     """Runs a service's main coroutine; a process whose worker gave up exits with 1."""
     try:
-        asyncio.run(serve)
+        run_event_loop(serve)
     except ProcessFailed as failure:
         log.critical("%s; exiting so that a fresh process replaces this one", failure)
         raise SystemExit(1) from None

@@ -8,7 +8,7 @@ each other and can share one broker.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -21,7 +21,7 @@ from tests.support.infrastructure import (
     drop_database,
     ensure_infrastructure,
 )
-from tests.support.topics import create_topics
+from tests.support.topics import create_topics, delete_topics
 
 _EXPORTER = InMemorySpanExporter()
 
@@ -86,10 +86,17 @@ def service_database(
 
 
 @pytest.fixture
-def new_topics(kafka_bootstrap: str) -> Callable[[dict[str, int]], Awaitable[str]]:
-    """Creates topics under a fresh prefix; returns the prefix."""
+async def new_topics(
+    kafka_bootstrap: str,
+) -> AsyncIterator[Callable[[dict[str, int]], Awaitable[str]]]:
+    """Creates topics under a fresh prefix; returns the prefix. They go with the test."""
+    made: list[tuple[str, list[str]]] = []
 
     async def make(partitions_by_topic: dict[str, int]) -> str:
-        return await create_topics(kafka_bootstrap, partitions_by_topic)
+        prefix = await create_topics(kafka_bootstrap, partitions_by_topic)
+        made.append((prefix, list(partitions_by_topic)))
+        return prefix
 
-    return make
+    yield make
+    for prefix, names in made:
+        await delete_topics(kafka_bootstrap, prefix, names)

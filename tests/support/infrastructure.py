@@ -25,6 +25,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -273,6 +274,20 @@ def _require_local_kafka() -> None:
         )
 
 
+@contextlib.contextmanager
+def _environment(**values: str) -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def stop_kafka() -> None:
     """Stop the local broker (SIGTERM, wait until the process is gone)."""
     _require_local_kafka()
@@ -282,7 +297,9 @@ def stop_kafka() -> None:
 def start_kafka() -> None:
     """Start the local broker again and wait until it serves metadata requests."""
     _require_local_kafka()
-    _infra("kafka-start", timeout=KAFKA_CONTROL_TIMEOUT_S, what="'infra.sh kafka-start' failed")
+    # A broker with a few thousand partitions can take a minute to come back.
+    with _environment(KAFKA_START_TIMEOUT="150"):
+        _infra("kafka-start", timeout=KAFKA_CONTROL_TIMEOUT_S, what="'infra.sh kafka-start' failed")
 
 
 def _require_local_postgres() -> None:
