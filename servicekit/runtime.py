@@ -16,18 +16,21 @@ import asyncio
 import logging
 import os
 import signal
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from servicekit.config import refuse_to_start_on_bad_settings
 from servicekit.grpc_server import Health, Registration, start_server
 from servicekit.kafka import ProducerLink
 from servicekit.supervision import RestartPolicy, Supervisor, Worker
+from servicekit.tracing import configure_tracing
 
 log = logging.getLogger(__name__)
+S = TypeVar("S")
 
 
 class ProcessFailed(RuntimeError):
@@ -109,3 +112,22 @@ def run_process(serve: Coroutine[Any, Any, None]) -> None:
     except ProcessFailed as failure:
         log.critical("%s; exiting so that a fresh process replaces this one", failure)
         raise SystemExit(1) from None
+
+
+def service_main(
+    service: str,
+    settings_from_env: Callable[[], S],
+    serve: Callable[[S], Coroutine[Any, Any, None]],
+) -> Callable[[], None]:
+    """A service's process entry point: its settings first, so a missing or bad one stops
+    it at once (exit code 2, naming the setting), then logging and tracing, then `serve`
+    until SIGTERM."""
+
+    @refuse_to_start_on_bad_settings
+    def main() -> None:
+        settings = settings_from_env()
+        configure_logging()
+        configure_tracing(service)
+        run_process(serve(settings))
+
+    return main
