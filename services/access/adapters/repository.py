@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import ColumnElement, func, select, update
@@ -136,25 +137,24 @@ class ProvisionRepository:
         if not ids:
             return []
         query = (
-            select(orm.provisions, orm.grants)
-            .join(orm.grants, orm.grants.c.grant_id == orm.provisions.c.grant_id)
-            .where(orm.provisions.c.provision_id.in_(ids))
-        )
-        rows = (await self._session.execute(query)).all()
-        return [(grant_of(row), provision_of(row)) for row in rows]
+            _GRANT_AND_PROVISION.join_from(
+                orm.provisions, orm.grants, orm.grants.c.grant_id == orm.provisions.c.grant_id
+            )
+        ).where(orm.provisions.c.provision_id.in_(ids))
+        return _pairs((await self._session.execute(query)).all())
 
     async def active_with_codes(self, limit: int) -> list[tuple[Grant, Provision]]:
         """Active grants and their current provisions."""
         g, p = orm.grants.c, orm.provisions.c
         query = (
-            select(orm.provisions, orm.grants)
-            .join(orm.grants, g.provision_id == p.provision_id)
+            _GRANT_AND_PROVISION.join_from(
+                orm.grants, orm.provisions, g.provision_id == p.provision_id
+            )
             .where(g.state == GrantState.ACTIVE.value)
             .order_by(g.updated_at)
             .limit(limit)
         )
-        rows = (await self._session.execute(query)).all()
-        return [(grant_of(row), provision_of(row)) for row in rows]
+        return _pairs((await self._session.execute(query)).all())
 
     async def _where(self, condition: ColumnElement[bool], lock: bool) -> list[Provision]:
         t = orm.provisions.c
@@ -162,6 +162,28 @@ class ProvisionRepository:
         if lock:
             query = query.with_for_update()
         return [provision_of(row) for row in await self._session.execute(query)]
+
+
+# A grant and a provision in one row: their columns apart, since several share a name.
+_GRANT_AND_PROVISION = select(
+    *(column.label(f"g_{column.name}") for column in orm.grants.c),
+    *(column.label(f"p_{column.name}") for column in orm.provisions.c),
+)
+
+
+def _pairs(rows: Sequence[Any]) -> list[tuple[Grant, Provision]]:
+    return [(grant_of(_part(row, "g_")), provision_of(_part(row, "p_"))) for row in rows]
+
+
+def _part(row: Any, prefix: str) -> SimpleNamespace:
+    values = row._mapping
+    return SimpleNamespace(
+        **{
+            key.removeprefix(prefix): value
+            for key, value in values.items()
+            if key.startswith(prefix)
+        }
+    )
 
 
 class CredentialRepository:
