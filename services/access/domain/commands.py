@@ -7,7 +7,6 @@ from enum import StrEnum
 
 from servicekit import validation
 from servicekit.refusals import invalid_fields_refused
-from services.access.domain.model import GrantState
 
 
 class Purpose(StrEnum):
@@ -59,6 +58,3 @@ class DisclosePin(AccessQuery):
         super().__post_init__()
         with invalid_fields_refused():
             validation.text("user", self.reader)
-
-
-GRANT_STATES = tuple(state.value for state in GrantState)
