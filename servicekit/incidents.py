@@ -47,6 +47,24 @@ class Incidents:
             query = query.where(self.table.c.state == state)
         return [_incident_of(row) for row in await session.execute(query)]
 
+    def within(self, session: AsyncSession) -> IncidentsInSession:
+        return IncidentsInSession(self, session)
+
+
+class IncidentsInSession:
+    """A service's incidents inside one transaction (a unit of work's `incidents`)."""
+
+    def __init__(self, incidents: Incidents, session: AsyncSession) -> None:
+        self._incidents = incidents
+        self._session = session
+
+    async def open(self, kind: str, subject_id: str, detail: str) -> bool:
+        """Opens an incident; a second sighting of an open one adds nothing."""
+        return await self._incidents.open(self._session, kind, subject_id, detail)
+
+    async def listed(self, state: str | None) -> list[Incident]:
+        return await self._incidents.listed(self._session, state)
+
 
 @dataclass(frozen=True)
 class Incident:

@@ -13,6 +13,8 @@ from typing import Protocol, TypeVar
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from servicekit.incidents import Incident
+
 
 class MoneyLike(Protocol):
     @property
@@ -36,3 +38,18 @@ def timestamp(at: datetime | None) -> Timestamp:
 def money(message: type[M], value: MoneyLike) -> M:
     """A service's Money message (each package has its own) from a domain value."""
     return message(amount=value.amount, currency=value.currency)
+
+
+def incident(message: type[M], value: Incident) -> M:
+    """A service's Incident message (each package has its own) from servicekit's Incident:
+    every field the message declares, times as Timestamps, absent values left unset."""
+    found = message()
+    for name, field in message.DESCRIPTOR.fields_by_name.items():
+        raw = getattr(value, name, None)
+        if raw is None:
+            continue
+        if field.message_type is not None:
+            getattr(found, name).CopyFrom(timestamp(raw))
+        else:
+            setattr(found, name, str(raw))
+    return found

@@ -16,7 +16,7 @@ import asyncio
 import logging
 import os
 import signal
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -24,11 +24,14 @@ import grpc
 import uvloop
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from servicekit.config import refuse_to_start_on_bad_settings
 from servicekit.grpc_server import Health, Registration, start_server
 from servicekit.kafka import ProducerLink
 from servicekit.supervision import RestartPolicy, Supervisor, Worker
+from servicekit.tracing import configure_tracing
 
 log = logging.getLogger(__name__)
+S = TypeVar("S")
 T = TypeVar("T")
 
 
@@ -105,8 +108,8 @@ def configure_logging() -> None:
 
 
 def run_event_loop(main: Coroutine[Any, Any, T]) -> T:
-    """Runs a coroutine on uvloop: the event loop costs about a fifth of a checkout's CPU
-    on asyncio's own loop, and uvloop's is a fraction of that."""
+    """Runs a coroutine on uvloop, a cheaper event loop (the checkout floor measured 1.1 ms
+    of server CPU per checkout on asyncio's own loop, 0.85 to 0.93 ms on uvloop)."""
     return uvloop.run(main)
 
 
@@ -117,3 +120,22 @@ def run_process(serve: Coroutine[Any, Any, None]) -> None:
     except ProcessFailed as failure:
         log.critical("%s; exiting so that a fresh process replaces this one", failure)
         raise SystemExit(1) from None
+
+
+def service_main(
+    service: str,
+    settings_from_env: Callable[[], S],
+    serve: Callable[[S], Coroutine[Any, Any, None]],
+) -> Callable[[], None]:
+    """A service's process entry point: its settings first, so a missing or bad one stops
+    it at once (exit code 2, naming the setting), then logging and tracing, then `serve`
+    until SIGTERM."""
+
+    @refuse_to_start_on_bad_settings
+    def main() -> None:
+        settings = settings_from_env()
+        configure_logging()
+        configure_tracing(service)
+        run_process(serve(settings))
+
+    return main

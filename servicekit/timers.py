@@ -33,7 +33,7 @@ from datetime import datetime
 from typing import Any
 
 from opentelemetry.trace import SpanKind
-from sqlalchemy import Table, func, update
+from sqlalchemy import Table, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from servicekit import driver_sql, tracing
@@ -56,6 +56,12 @@ class DueTimer:
     attempts: int = 1
     headers: dict[str, str] = field(default_factory=dict)
     lease: uuid.UUID | None = None
+
+
+def tries_of(timer: DueTimer) -> int:
+    """Which try of an outbound job this is: its `expected` counts them (see
+    `UnitOfWork.retry_later`), since a job decides itself when an answer is worth a retry."""
+    return int(timer.expected.get("try", 1))
 
 
 TimerHandler = Callable[[AsyncSession, DueTimer], Awaitable[None]]
@@ -93,6 +99,13 @@ class Timers:
             },
         )
         return timer_id
+
+    async def has_pending(self, session: AsyncSession, kind: str, aggregate_id: str) -> bool:
+        t = self.table.c
+        query = select(t.timer_id).where(
+            t.kind == kind, t.aggregate_id == aggregate_id, t.state == PENDING
+        )
+        return (await session.execute(query.limit(1))).first() is not None
 
     async def cancel(self, session: AsyncSession, kind: str, aggregate_id: str) -> int:
         t = self.table.c

@@ -26,7 +26,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from servicekit import driver_sql
 from servicekit.inbox import EventHandler
 from servicekit.outbox import Outbox
-from servicekit.timers import DueTimer, TimerHandler, Timers
+from servicekit.retry import RetryPolicy
+from servicekit.timers import DueTimer, TimerHandler, Timers, tries_of
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,20 @@ class UnitOfWork:
         """A durable timer, carrying the state its handler expects to find."""
         due = due_at or datetime.now(UTC) + timedelta(seconds=delay_s)
         await self._effects.timers.schedule(self.session, kind, aggregate_id, due, expected)
+
+    async def has_pending(self, kind: str, aggregate_id: str) -> bool:
+        """Is a timer of this kind still to fire for the aggregate?"""
+        return await self._effects.timers.has_pending(self.session, kind, aggregate_id)
+
+    async def retry_later(self, timer: DueTimer, policy: RetryPolicy) -> bool:
+        """Schedules the next try of an outbound job, the same job with the same expected
+        state; False once the policy's tries are used up (the caller reports it)."""
+        tries = tries_of(timer)
+        if policy.exhausted(tries):
+            return False
+        expected = {**timer.expected, "try": tries + 1}
+        await self.schedule(timer.kind, timer.aggregate_id, expected, policy.delay_after(tries))
+        return True
 
     @asynccontextmanager
     async def writes_together(self) -> AsyncIterator[None]:

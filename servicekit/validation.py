@@ -78,6 +78,16 @@ def canonical_uuid(field: str, value: str) -> str:
     return value
 
 
+def is_canonical_uuid(value: str) -> bool:
+    """Does `value` name something by a canonical UUID? (For ids from events, which are not
+    checked at the gRPC edge: a malformed one simply names nothing.)"""
+    try:
+        canonical_uuid("id", value)
+    except InvalidField:
+        return False
+    return True
+
+
 def text(field: str, value: str, max_length: int = MAX_TEXT, required: bool = True) -> str:
     """Printable text of at most `max_length` characters: no NUL, control or format
     characters (which hide text or reorder it on screen), not only white space."""

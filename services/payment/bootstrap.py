@@ -17,6 +17,7 @@ from servicekit.inbox import Inbox
 from servicekit.incidents import Incidents
 from servicekit.kafka import ProducerLink
 from servicekit.outbox import Outbox
+from servicekit.provider_http import make_client
 from servicekit.recurring import Recurring
 from servicekit.relay import OutboxRelay
 from servicekit.retention import pruning_job
@@ -25,7 +26,7 @@ from servicekit.runtime import ServiceRuntime
 from servicekit.supervision import Worker
 from servicekit.timers import TimerRunner, Timers
 from servicekit.unit_of_work import Effects
-from services.payment.adapters.card_gateway import CardGateway, HttpCardGateway, make_client
+from services.payment.adapters.card_gateway import CardGateway, HttpCardGateway
 from services.payment.adapters.orm import Tables, build_tables
 from services.payment.entrypoints import grpc_api
 from services.payment.entrypoints.consumer import booking_event_handlers

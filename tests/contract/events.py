@@ -81,6 +81,36 @@ CONSUMERS: dict[str, dict[str, tuple[Reads, ...]]] = {
             Reads("grant_id", "string", "which grant was revoked"),
         ),
     },
+    "access": {
+        B + "BookingConfirmed": (
+            Reads("booking_id", "string", "the booking to plan access for, and its Kafka key"),
+            Reads("org_id", "string", "whose booking: only that organisation reads its access"),
+            Reads("user", "string", "the customer the grant is for"),
+            Reads("slot_id", "string", "the slot the grant opens, named in PinDisclosed"),
+            Reads("window.valid_from", TIMESTAMP, "from when the PIN may open the door"),
+            Reads("window.valid_to", TIMESTAMP, "until when the PIN may open the door"),
+            Reads(
+                "space_id",
+                "string",
+                "the studio whose lock gets the code; unset: the default",
+                False,
+            ),
+        ),
+        B + "BookingCancelled": (
+            Reads("booking_id", "string", "whose grants end and whose codes are removed"),
+        ),
+        B + "BookingRescheduled": (
+            Reads("booking_id", "string", "whose grant moves: the old one ends"),
+            Reads("org_id", "string", "whose booking"),
+            Reads("user", "string", "the customer the new grant is for"),
+            Reads("new_slot_id", "string", "the slot the new grant opens"),
+            Reads("new_window.valid_from", TIMESTAMP, "from when the new PIN may open the door"),
+            Reads("new_window.valid_to", TIMESTAMP, "until when the new PIN may open the door"),
+            Reads(
+                "new_space_id", "string", "the studio of the new slot; unset: the default", False
+            ),
+        ),
+    },
 }
 
 _SCALARS = {

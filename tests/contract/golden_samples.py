@@ -39,7 +39,15 @@ BOOKING_REQUESTED, BOOKING_CANCELLED, BOOKING_EXPIRED, BOOKING_ORPHANED = (
     _id(22),
     _id(23),
 )
+BOOKING_CONFIRMED, SLOT_CONFIRMED, SLOT_MOVED_TO, SPACE = _id(24), _id(33), _id(35), _id(34)
 HOLD_EXPIRES_AT = Timestamp(seconds=4_102_444_800)  # 2100-01-01: still held when applied
+# Access windows far ahead, so a consumer plans them without activating anything.
+WINDOW = booking.AccessWindow(
+    valid_from=Timestamp(seconds=4_084_164_000), valid_to=Timestamp(seconds=4_084_167_600)
+)
+MOVED_WINDOW = booking.AccessWindow(
+    valid_from=Timestamp(seconds=4_084_250_400), valid_to=Timestamp(seconds=4_084_254_000)
+)
 
 
 @dataclass(frozen=True)
@@ -142,6 +150,36 @@ SAMPLES: tuple[Sample, ...] = (
         BOOKING_ORPHANED,
         booking.PaymentWithoutBooking(booking_id=BOOKING_ORPHANED, reason="booking_cancelled"),
         _id(109),
+    ),
+    Sample(
+        "booking.events",
+        BOOKING_CONFIRMED,
+        booking.BookingConfirmed(
+            booking_id=BOOKING_CONFIRMED,
+            org_id=ORG,
+            user="anna",
+            slot_id=SLOT_CONFIRMED,
+            window=WINDOW,
+            payment_mode="card",
+            payment_id=PAYMENT_CREATED,
+            space_id=SPACE,
+        ),
+        _id(110),
+    ),
+    Sample(
+        "booking.events",
+        BOOKING_CONFIRMED,
+        booking.BookingRescheduled(
+            booking_id=BOOKING_CONFIRMED,
+            old_slot_id=SLOT_CONFIRMED,
+            old_window=WINDOW,
+            new_slot_id=SLOT_MOVED_TO,
+            new_window=MOVED_WINDOW,
+            org_id=ORG,
+            user="anna",
+            new_space_id=SPACE,
+        ),
+        _id(111),
     ),
 )
 

@@ -12,7 +12,9 @@ from liftfit.payment.v1 import events_pb2 as payment_events
 
 from servicekit.inbox import Inbox
 from servicekit.records import Delivery
+from services.access.domain.model import GrantState
 from services.booking.domain.model import Booking, BookingState, PaymentMode
+from tests.access.harness import DEVICE, AccessHarness
 from tests.booking.harness import BookingHarness
 from tests.contract import golden_samples as golden
 from tests.contract.events import CONSUMERS
@@ -127,3 +129,40 @@ async def test_payment_applies_the_golden_booking_events(harness: Harness) -> No
     await harness.payment_in(golden.BOOKING_ORPHANED, "paid")
     assert await _apply(inbox, prefix, booking_events.PaymentWithoutBooking) == "processed"
     await harness.payment_in(golden.BOOKING_ORPHANED, "refunded")
+
+
+# --- the access service ------------------------------------------------------------------
+
+
+async def test_access_applies_the_golden_booking_events(access: AccessHarness) -> None:
+    inbox, prefix = access.app.inbox, access.app.settings.topic_prefix
+    assert await _apply(inbox, prefix, booking_events.BookingConfirmed) == "processed"
+    async with access.app.deps.uows.transaction() as uow:
+        [planned] = await uow.grants.of_booking(golden.BOOKING_CONFIRMED)
+    assert (planned.state, planned.slot_id, planned.org_id) == (
+        GrantState.PLANNED,
+        golden.SLOT_CONFIRMED,
+        golden.ORG,
+    )
+    assert planned.window.valid_from.timestamp() == golden.WINDOW.valid_from.seconds
+    assert planned.device_id == DEVICE  # the sample's space has no lock of its own here
+
+    assert await _apply(inbox, prefix, booking_events.BookingRescheduled) == "processed"
+    async with access.app.deps.uows.transaction() as uow:
+        old, new = await uow.grants.of_booking(golden.BOOKING_CONFIRMED)
+    assert (old.state, new.state) == (GrantState.REVOKED, GrantState.PLANNED)
+    assert new.slot_id == golden.SLOT_MOVED_TO
+    assert new.window.valid_from.timestamp() == golden.MOVED_WINDOW.valid_from.seconds
+
+    confirmed = booking_events.BookingConfirmed(
+        booking_id=golden.BOOKING_CANCELLED,
+        org_id=golden.ORG,
+        user="anna",
+        slot_id=golden.sample_of(booking_events.BookingCancelled).event.slot_id,  # type: ignore[attr-defined]
+        window=golden.WINDOW,
+    )
+    assert await access.deliver(golden.BOOKING_CANCELLED, confirmed) == "processed"
+    assert await _apply(inbox, prefix, booking_events.BookingCancelled) == "processed"
+    async with access.app.deps.uows.transaction() as uow:
+        [cancelled] = await uow.grants.of_booking(golden.BOOKING_CANCELLED)
+    assert cancelled.state is GrantState.REVOKED

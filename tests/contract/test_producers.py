@@ -13,12 +13,16 @@ from sqlalchemy import Table, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from servicekit import envelope
+from services.access.adapters import orm as access_orm
+from services.access.domain.commands import DisclosePin
+from services.access.service_layer import handlers
 from services.booking.adapters import orm as booking_orm
+from tests.access.harness import AccessHarness
 from tests.booking.harness import BookingHarness, new_id
 from tests.contract.events import shape_problems, unmet
 from tests.payment.harness import Harness, eventually
 
-BOOKING, PAYMENT = "liftfit.booking.v1.", "liftfit.payment.v1."
+BOOKING, PAYMENT, ACCESS = "liftfit.booking.v1.", "liftfit.payment.v1.", "liftfit.access.v1."
 
 
 async def _outbox_events(
@@ -30,8 +34,9 @@ async def _outbox_events(
 
 
 async def _booking_emits_every_kind(booking: BookingHarness) -> list[Message]:
-    """Checkout by card; a failed payment; a cancellation; money after the cancellation."""
-    slots = await booking.space_with_slots(3)
+    """Checkout by card; a failed payment; a cancellation; money after the cancellation;
+    a paid booking moved to another slot."""
+    slots = await booking.space_with_slots(5)
     org = new_id()
     await booking.checkout(slots[0].slot_id, org)
     failed = (await booking.checkout(slots[1].slot_id, org)).booking
@@ -45,7 +50,27 @@ async def _booking_emits_every_kind(booking: BookingHarness) -> list[Message]:
         amount=pay.Money(amount=45000, currency="CZK"),
     )
     await booking.consumed(await booking.publish("payment.events", paid.payment_id, paid))
+    moved = (await booking.checkout(slots[3].slot_id, org)).booking
+    settled = pay.PaymentSucceeded(
+        payment_id=new_id(),
+        booking_id=moved.booking_id,
+        amount=pay.Money(amount=45000, currency="CZK"),
+    )
+    await booking.consumed(await booking.publish("payment.events", settled.payment_id, settled))
+    await booking.reschedule(org, moved.booking_id, slots[4].slot_id)
     return await _outbox_events(booking.app.uows.sessions, booking_orm.eventing.outbox)
+
+
+async def _access_emits_every_kind(access: AccessHarness) -> list[Message]:
+    """A PIN read, then the booking cancelled and its code removed."""
+    booking = await access.confirm()
+    await access.run_jobs()
+    command = DisclosePin.of(booking.org_id, booking.booking_id, "anna", "customer_view")
+    async with access.app.deps.uows.transaction() as uow:
+        await handlers.disclose_pin(uow, command)
+    await access.cancel(booking)
+    await access.run_jobs()
+    return await _outbox_events(access.app.deps.uows.sessions, access_orm.eventing.outbox)
 
 
 async def _payment_emits_every_kind(harness: Harness) -> list[Message]:
@@ -110,6 +135,12 @@ async def test_the_booking_service_gives_its_consumers_what_they_read(
 
 async def test_the_payment_service_gives_its_consumers_what_they_read(harness: Harness) -> None:
     assert unmet(PAYMENT, await _payment_emits_every_kind(harness)) == []
+
+
+async def test_the_access_service_gives_its_consumers_what_they_read(
+    access: AccessHarness,
+) -> None:
+    assert unmet(ACCESS, await _access_emits_every_kind(access)) == []
 
 
 async def test_an_emitted_event_missing_a_field_its_consumer_reads_names_that_consumer(

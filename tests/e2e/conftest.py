@@ -1,18 +1,21 @@
-"""End-to-end fixtures: the real booking and payment services in-process, sharing one topic
-prefix, with the real sandbox card gateway process (started by the payment suite's fixture)."""
+"""End-to-end fixtures: the real booking, payment and access services in-process, sharing
+one topic prefix, with the real sandbox card gateway and lock provider processes (started
+once per session by the payment and access suites' fixtures)."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import httpx
 import pytest
 
+from services.access import bootstrap as access_bootstrap
 from services.booking import bootstrap as booking_bootstrap
 from services.booking.settings import Settings as BookingSettings
 from services.payment import bootstrap as payment_bootstrap
+from tests.access.conftest import access_settings, lock_provider_url  # noqa: F401
 from tests.payment.conftest import card_gateway_url, test_settings  # noqa: F401
 from tests.payment.harness import API_KEY
 
@@ -30,8 +33,10 @@ TOPICS = {
 class Platform:
     booking: booking_bootstrap.BookingApp
     payment: payment_bootstrap.PaymentApp
+    access: access_bootstrap.AccessApp
     prefix: str
     gateway_url: str
+    lock_url: str
 
 
 @pytest.fixture
@@ -40,6 +45,7 @@ async def platform(
     new_topics: Callable[[dict[str, int]], Awaitable[str]],
     kafka_bootstrap: str,
     card_gateway_url: str,  # noqa: F811
+    lock_provider_url: str,  # noqa: F811
 ) -> AsyncIterator[Platform]:
     prefix = await new_topics(TOPICS)
     booking = booking_bootstrap.bootstrap(
@@ -56,13 +62,24 @@ async def platform(
     payment = payment_bootstrap.bootstrap(
         test_settings(service_database("payment"), kafka_bootstrap, card_gateway_url, prefix)
     )
+    access = access_bootstrap.bootstrap(
+        replace(
+            access_settings(service_database("access"), kafka_bootstrap, lock_provider_url, prefix),
+            provider_max_tries=8,
+            provider_retry_base_s=0.2,
+        )
+    )
+    async with httpx.AsyncClient(base_url=lock_provider_url, timeout=5) as lock:
+        (await lock.post("/_sandbox/reset")).raise_for_status()
     await booking.start()
     await payment.start()
+    await access.start()
     async with httpx.AsyncClient(
         base_url=card_gateway_url, timeout=5, headers={"Authorization": f"Bearer {API_KEY}"}
     ) as gateway:
         await gateway.post("/_sandbox/reset")
         await gateway.post("/_sandbox/config", json={"notify_url": payment.notification_url})
-    yield Platform(booking, payment, prefix, card_gateway_url)
+    yield Platform(booking, payment, access, prefix, card_gateway_url, lock_provider_url)
+    await access.stop()
     await payment.stop()
     await booking.stop()

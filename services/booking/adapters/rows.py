@@ -25,11 +25,7 @@ def is_uuid(value: str) -> bool:
     (`urn:uuid:...`, an underscore between digits), and an id from an event is not checked
     at the gRPC edge.
     """
-    try:
-        validation.canonical_uuid("id", value)
-    except validation.InvalidField:
-        return False
-    return True
+    return validation.is_canonical_uuid(value)
 
 
 def slot_of(row: Any) -> Slot:

@@ -42,6 +42,7 @@ def booking_confirmed(booking: Booking) -> ev.BookingConfirmed:
         window=window(booking.window),
         payment_mode=booking.payment_mode.value,
         payment_id=booking.payment_id or "",
+        space_id=booking.space_id,
     )
 
 
@@ -73,6 +74,7 @@ def booking_rescheduled(
         old_window=window(old),
         new_slot_id=booking.slot_id,
         new_window=window(booking.window),
+        new_space_id=booking.space_id,
     )
 
 

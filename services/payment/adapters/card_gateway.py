@@ -6,36 +6,28 @@ Errors are split by what the caller may conclude: `GatewayUnavailable` means the
 is unknown (timeout, connection error, 5xx) and the call may be repeated with the same
 key; `GatewayRefused` is a definite answer.
 
-Nothing in an answer is trusted: a body that is too large, not JSON, or lacks a field of
-the right type says nothing definite, so it is `GatewayUnavailable` too, never a
-KeyError or ValueError escaping into a job.
+Nothing in an answer is trusted (servicekit.provider_http): a body that is too large, not
+JSON, or lacks a field of the right type says nothing definite, so it is
+`GatewayUnavailable` too, never a KeyError or ValueError escaping into a job.
 """
 
 from __future__ import annotations
 
 import abc
-import asyncio
-import json as jsonlib
-import logging
 from typing import Any, Final
 from urllib.parse import quote
 
 import httpx
 
-from servicekit.outage import OutageLog
+from servicekit.provider_http import JsonExchange, UnknownOutcome
 from services.payment.domain.money import Money
 from services.payment.domain.payment import RemotePayment
 
-# Bounds on what is read from the provider: its answers are small, and a broken or
-# hostile one must not cost memory.
-MAX_ANSWER: Final = 256 * 1024
 MAX_TEXT: Final = 2048
 MAX_CODE: Final = 100
 
-log = logging.getLogger(__name__)
 
-
-class GatewayUnavailable(Exception):
+class GatewayUnavailable(UnknownOutcome):
     """No definite answer: the request may or may not have been applied."""
 
 
@@ -73,11 +65,7 @@ class CardGateway(abc.ABC):
 
 class HttpCardGateway(CardGateway):
     def __init__(self, client: httpx.AsyncClient) -> None:
-        self._client = client
-        # httpx bounds each read; this bounds the whole call, so an answer trickled
-        # byte by byte cannot hold a job either.
-        self._deadline_s = 2 * (client.timeout.read or 30.0)
-        self._outage = OutageLog(log, "the card gateway")
+        self._exchange = JsonExchange(client, "the card gateway", GatewayUnavailable)
 
     async def create_payment(
         self, key: str, amount: Money, reference: str, return_url: str
@@ -111,7 +99,7 @@ class HttpCardGateway(CardGateway):
         await self._call("POST", path, json={"amount": amount.amount}, key=key)
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        await self._exchange.aclose()
 
     async def _call(
         self,
@@ -121,56 +109,13 @@ class HttpCardGateway(CardGateway):
         params: dict[str, str] | None = None,
         key: str | None = None,
     ) -> dict[str, Any]:
-        call = f"{method} {path}"
         headers = {"Idempotency-Key": key} if key else {}
-        request = self._client.build_request(
-            method, path, json=json, params=params, headers=headers
-        )
-        try:
-            status, data = await self._exchange(call, request)
-        except GatewayUnavailable as error:
-            self._outage.failed(error)
-            raise
-        self._outage.succeeded()
+        status, data = await self._exchange.call(method, path, json, params, headers)
         if status < 300:
             return data
         found = data.get("payment")
         remote = remote_of(found) if found is not None else None
         raise GatewayRefused(status, str(data.get("error", ""))[:MAX_CODE], remote)
-
-    async def _exchange(self, call: str, request: httpx.Request) -> tuple[int, dict[str, Any]]:
-        """The status and the JSON object of a definite answer; else GatewayUnavailable."""
-        try:
-            async with asyncio.timeout(self._deadline_s):
-                status, body = await self._send(request)
-        except (httpx.TransportError, TimeoutError) as error:  # the outcome is unknown
-            raise GatewayUnavailable(f"{call}: {type(error).__name__}") from error
-        if not (200 <= status < 300 or 400 <= status < 500):
-            raise GatewayUnavailable(f"{call}: {status}")
-        return status, _document(body, call)
-
-    async def _send(self, request: httpx.Request) -> tuple[int, bytes]:
-        """The status and the body, read no further than MAX_ANSWER bytes."""
-        response = await self._client.send(request, stream=True)
-        try:
-            body = bytearray()
-            async for chunk in response.aiter_bytes():
-                body += chunk
-                if len(body) > MAX_ANSWER:
-                    raise GatewayUnavailable(f"{request.method}: answer over {MAX_ANSWER} bytes")
-            return response.status_code, bytes(body)
-        finally:
-            await response.aclose()
-
-
-def _document(body: bytes, call: str) -> dict[str, Any]:
-    try:
-        data = jsonlib.loads(body)
-    except (ValueError, RecursionError):  # not JSON, undecodable, or nested beyond reason
-        raise GatewayUnavailable(f"{call}: the answer is not JSON") from None
-    if not isinstance(data, dict):
-        raise GatewayUnavailable(f"{call}: the answer is not a JSON object")
-    return data
 
 
 def _segment(provider_payment_id: str) -> str:
@@ -203,13 +148,3 @@ def _text(data: dict[str, Any], name: str) -> str:
     if not isinstance(value, str) or not value or len(value) > MAX_TEXT:
         raise GatewayUnavailable(f"the payment in the answer has no valid {name}")
     return value
-
-
-def make_client(base_url: str, api_key: str, timeout_s: float) -> httpx.AsyncClient:
-    # Explicit timeouts: a hanging provider must end in GatewayUnavailable, never a stuck worker.
-    # Uncompressed answers: the size bound then holds for what is decoded as well.
-    return httpx.AsyncClient(
-        base_url=base_url,
-        headers={"Authorization": f"Bearer {api_key}", "Accept-Encoding": "identity"},
-        timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 2.0)),
-    )

@@ -11,9 +11,7 @@ from sqlalchemy import and_, func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from servicekit.incidents import Incident, Incidents
 from servicekit.rows import columns, record
-from servicekit.schema import PENDING
 from services.payment.adapters.orm import Tables
 from services.payment.domain.money import Money
 from services.payment.domain.orders import ORDER_PAID, ORDER_PENDING, SUBSCRIPTION, Order, Plan
@@ -226,31 +224,3 @@ class OrderRepository:
             .returning(t.order_id)
         )
         return result.first() is not None
-
-
-class IncidentRepository:
-    """The service's incidents (servicekit's table), inside this transaction."""
-
-    def __init__(self, session: AsyncSession, tables: Tables) -> None:
-        self._session = session
-        self._incidents = Incidents(tables.eventing.incidents)
-
-    async def open(self, kind: str, subject_id: str, detail: str) -> bool:
-        """Opens an incident; a second sighting of an open one adds nothing."""
-        return await self._incidents.open(self._session, kind, subject_id, detail)
-
-    async def listed(self, state: str | None) -> list[Incident]:
-        return await self._incidents.listed(self._session, state)
-
-
-class TimerQueries:
-    def __init__(self, session: AsyncSession, tables: Tables) -> None:
-        self._session = session
-        self._t = tables.eventing.timers
-
-    async def has_pending(self, kind: str, aggregate_id: str) -> bool:
-        t = self._t.c
-        query = select(t.timer_id).where(
-            t.kind == kind, t.aggregate_id == aggregate_id, t.state == PENDING
-        )
-        return (await self._session.execute(query.limit(1))).first() is not None

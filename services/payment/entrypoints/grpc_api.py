@@ -8,7 +8,7 @@ from typing import Any
 import grpc
 from liftfit.payment.v1 import payment_pb2, payment_pb2_grpc
 
-from servicekit.incidents import Incident
+from servicekit import protobuf
 from servicekit.protobuf import timestamp
 from services.payment.domain.money import Money
 from services.payment.domain.orders import CreateOrder, Plan
@@ -60,17 +60,6 @@ def plan_message(plan: Plan) -> payment_pb2.Plan:
         price=money(plan.price),
         entries=plan.entries,
         period_days=plan.period_days,
-    )
-
-
-def incident_message(incident: Incident) -> payment_pb2.Incident:
-    return payment_pb2.Incident(
-        incident_id=str(incident.incident_id),
-        kind=incident.kind,
-        subject_id=incident.subject_id,
-        state=incident.state,
-        detail=incident.detail,
-        opened_at=timestamp(incident.opened_at),
     )
 
 
@@ -153,7 +142,9 @@ class PaymentServicer(payment_pb2_grpc.PaymentServiceServicer):
     ) -> payment_pb2.ListIncidentsResponse:
         state = requests.incident_state_filter(request.state)
         rows = await handlers.list_incidents(self._deps, state)
-        return payment_pb2.ListIncidentsResponse(incidents=[incident_message(r) for r in rows])
+        return payment_pb2.ListIncidentsResponse(
+            incidents=[protobuf.incident(payment_pb2.Incident, r) for r in rows]
+        )
 
 
 def registration(deps: PaymentDeps) -> Callable[[grpc.aio.Server], None]:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from servicekit import tracing
-from servicekit.config import refuse_to_start_on_bad_settings
-from servicekit.runtime import configure_logging, run_process
+from servicekit.runtime import service_main
 from services.payment.bootstrap import bootstrap
 from services.payment.settings import Settings
 
@@ -14,9 +12,4 @@ async def serve(settings: Settings) -> None:
     await app.serve_until_stopped()
 
 
-@refuse_to_start_on_bad_settings
-def main() -> None:
-    settings = Settings.from_env()
-    configure_logging()
-    tracing.configure_tracing("payment")
-    run_process(serve(settings))
+main = service_main("payment", Settings.from_env, serve)

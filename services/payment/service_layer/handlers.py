@@ -80,7 +80,7 @@ async def _replay(uow: UnitOfWork, claim: Claim, fingerprint: bytes) -> OrderVie
 async def _resume_creation(uow: UnitOfWork, payment: Payment) -> None:
     """A repeated command resumes sending a payment the gateway has not confirmed yet."""
     unsent = payment.state == states.PENDING and payment.provider_payment_id is None
-    if unsent and not await uow.jobs.has_pending(jobs.CREATE_AT_GATEWAY, str(payment.payment_id)):
+    if unsent and not await uow.has_pending(jobs.CREATE_AT_GATEWAY, str(payment.payment_id)):
         await jobs.schedule_creation(uow, payment.payment_id, payment.attempt)
 
 

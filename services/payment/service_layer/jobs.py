@@ -12,6 +12,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Final
 
+from servicekit.retry import RetryPolicy
 from servicekit.timers import DueTimer
 from services.payment.service_layer.unit_of_work import UnitOfWork
 
@@ -30,8 +31,9 @@ class JobPolicy:
     reconcile_after_s: float = 300.0
     reconcile_every_s: float = 30.0
 
-    def delay_after(self, tries: int) -> float:
-        return float(min(self.retry_max_s, self.retry_base_s * 2 ** max(0, tries - 1)))
+    @property
+    def retries(self) -> RetryPolicy:
+        return RetryPolicy(self.max_tries, self.retry_base_s, self.retry_max_s)
 
 
 async def schedule_creation(uow: UnitOfWork, payment_id: uuid.UUID, attempt: int) -> None:
@@ -47,19 +49,10 @@ async def schedule_refund(uow: UnitOfWork, payment_id: uuid.UUID) -> None:
 
 
 async def schedule_reconciliation(uow: UnitOfWork, payment_id: uuid.UUID) -> None:
-    if not await uow.jobs.has_pending(RECONCILE_PAYMENT, str(payment_id)):
+    if not await uow.has_pending(RECONCILE_PAYMENT, str(payment_id)):
         await uow.schedule(RECONCILE_PAYMENT, str(payment_id), {})
-
-
-def tries_of(timer: DueTimer) -> int:
-    return int(timer.expected.get("try", 1))
 
 
 async def retry_later(uow: UnitOfWork, timer: DueTimer, policy: JobPolicy) -> bool:
     """Schedules the next try of the same job; False once the tries are used up."""
-    tries = tries_of(timer)
-    if tries >= policy.max_tries:
-        return False
-    expected = {**timer.expected, "try": tries + 1}
-    await uow.schedule(timer.kind, timer.aggregate_id, expected, policy.delay_after(tries))
-    return True
+    return await uow.retry_later(timer, policy.retries)

@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from servicekit.recurring import RecurringJob
-from servicekit.timers import DueTimer, OutboundJob
+from servicekit.timers import DueTimer, OutboundJob, tries_of
 from services.payment.adapters.card_gateway import GatewayRefused, GatewayUnavailable
 from services.payment.domain import payment_states as states
 from services.payment.domain.payment import Payment, RemotePayment
@@ -60,7 +60,7 @@ async def _unsent(uow: UnitOfWork, timer: DueTimer) -> Payment | None:
         return None
     if payment.state == states.PENDING and payment.attempt == timer.expected.get("attempt"):
         return payment
-    if jobs.tries_of(timer) > 1:  # an earlier try may have reached the gateway
+    if tries_of(timer) > 1:  # an earlier try may have reached the gateway
         await jobs.schedule_reconciliation(uow, payment.payment_id)
     return None
 
@@ -155,7 +155,7 @@ async def _reconcile(uow: UnitOfWork, payment: Payment, found: list[RemotePaymen
 async def _resume_creation(uow: UnitOfWork, payment: Payment) -> None:
     """The gateway never got the payment: send it again, under the same attempt's key."""
     unsent = payment.state == states.PENDING and payment.provider_payment_id is None
-    if unsent and not await uow.jobs.has_pending(jobs.CREATE_AT_GATEWAY, str(payment.payment_id)):
+    if unsent and not await uow.has_pending(jobs.CREATE_AT_GATEWAY, str(payment.payment_id)):
         await jobs.schedule_creation(uow, payment.payment_id, payment.attempt)
 
 
@@ -163,7 +163,7 @@ async def _resume_refund(uow: UnitOfWork, payment: Payment, remote: RemotePaymen
     """A refund is owed and the money is still with us, but no job will ask for it (its
     job ended failed): ask again, under the payment's one refund key."""
     owed = payment.state == states.REFUND_PENDING and remote.state == states.PAID
-    if owed and not await uow.jobs.has_pending(jobs.REFUND_AT_GATEWAY, str(payment.payment_id)):
+    if owed and not await uow.has_pending(jobs.REFUND_AT_GATEWAY, str(payment.payment_id)):
         log.warning("payment %s: refund owed but not requested; requesting it", payment.payment_id)
         await jobs.schedule_refund(uow, payment.payment_id)
 

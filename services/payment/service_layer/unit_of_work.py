@@ -6,13 +6,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from servicekit import unit_of_work as kit
 from servicekit.idempotency_keys import IdempotencyKeys
+from servicekit.incidents import Incidents
 from services.payment.adapters.orm import Tables
-from services.payment.adapters.repository import (
-    IncidentRepository,
-    OrderRepository,
-    PaymentRepository,
-    TimerQueries,
-)
+from services.payment.adapters.repository import OrderRepository, PaymentRepository
 
 
 class UnitOfWork(kit.UnitOfWork):
@@ -23,8 +19,7 @@ class UnitOfWork(kit.UnitOfWork):
         self.idempotency = keys.within(session)
         self.payments = PaymentRepository(session, tables)
         self.orders = OrderRepository(session, tables)
-        self.incidents = IncidentRepository(session, tables)
-        self.jobs = TimerQueries(session, tables)
+        self.incidents = Incidents(tables.eventing.incidents).within(session)
 
 
 UnitOfWorkFactory = kit.UnitOfWorkFactory[UnitOfWork]

@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 import pytest
 
+from servicekit.provider_http import MAX_ANSWER
 from services.payment.adapters.card_gateway import (
-    MAX_ANSWER,
     GatewayRefused,
     GatewayUnavailable,
     HttpCardGateway,

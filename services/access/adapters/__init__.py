@@ -1,0 +1,1 @@
+"""Adapters: the access database, the PIN vault and the lock provider client."""

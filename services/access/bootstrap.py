@@ -1,0 +1,139 @@
+"""The one place that builds the access service's engine, Kafka clients, lock provider
+client, PIN vault and workers. Nothing connects here: `AccessApp.start()` does."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from liftfit.access.v1 import access_pb2
+
+from servicekit import db, kafka
+from servicekit.consumer import InboxConsumer
+from servicekit.inbox import Inbox
+from servicekit.incidents import Incidents
+from servicekit.kafka import ProducerLink
+from servicekit.outbox import Outbox
+from servicekit.provider_http import make_client
+from servicekit.recurring import Recurring
+from servicekit.relay import OutboxRelay
+from servicekit.retention import pruning_job
+from servicekit.retry import RetryPolicy
+from servicekit.runtime import ServiceRuntime
+from servicekit.supervision import Worker
+from servicekit.timers import TimerRunner, Timers
+from servicekit.unit_of_work import Effects
+from services.access.adapters import orm
+from services.access.adapters.lock_provider import HttpLockProvider, LockProvider
+from services.access.adapters.pin_vault import PinVault
+from services.access.entrypoints.consumer import event_handlers
+from services.access.entrypoints.grpc_api import AccessServicer, registration
+from services.access.entrypoints.timers import timer_handlers
+from services.access.service_layer.dependencies import AccessDeps
+from services.access.service_layer.jobs import JobPolicy
+from services.access.service_layer.timer_handlers import outbound_jobs, recurring_jobs
+from services.access.service_layer.unit_of_work import Devices, Policy, unit_of_work_factory
+from services.access.settings import Settings
+
+SERVICE = "access"
+ERROR_DOMAIN = "liftfit.access"  # the ErrorInfo domain of this service's refusals
+SERVICE_NAME = access_pb2.DESCRIPTOR.services_by_name["AccessService"].full_name
+
+
+@dataclass
+class AccessApp:
+    settings: Settings
+    runtime: ServiceRuntime
+    deps: AccessDeps
+    inbox: Inbox
+    timer_runner: TimerRunner
+    recurring: Recurring
+
+    @property
+    def grpc_port(self) -> int:
+        return self.runtime.grpc_port
+
+    async def start(self) -> None:
+        await self.runtime.start()
+
+    async def stop(self) -> None:
+        await self.runtime.stop()
+        await self.deps.provider.aclose()
+
+    async def serve_until_stopped(self) -> None:
+        try:
+            await self.runtime.serve_until_stopped()
+        finally:
+            await self.deps.provider.aclose()
+
+
+def bootstrap(settings: Settings, provider: LockProvider | None = None) -> AccessApp:
+    """Wires the service; `provider` lets a test put another lock provider behind it."""
+    engine = db.make_engine(settings.database_url)
+    sessions = db.make_session_factory(engine)
+    timers = Timers(orm.eventing.timers)
+    effects = Effects(
+        Outbox(orm.eventing.outbox, producer=SERVICE), timers, settings.topic("access.events")
+    )
+    policy = Policy(
+        Devices(settings.default_device, dict(settings.space_devices)),
+        timedelta(seconds=settings.activation_lead_s),
+        settings.alias_prefix,
+    )
+    uows = unit_of_work_factory(sessions, effects, policy, PinVault(settings.pin_keys))
+    deps = AccessDeps(uows, provider or _http_provider(settings), _job_policy(settings))
+    producer = ProducerLink(lambda: kafka.make_producer(settings.kafka_bootstrap, SERVICE), SERVICE)
+    inbox = Inbox(SERVICE, sessions, orm.eventing.inbox, event_handlers(uows), producer)
+    topics = [settings.topic("booking.events")]
+    consumer = InboxConsumer(
+        lambda: kafka.make_consumer(settings.kafka_bootstrap, settings.topic(SERVICE), topics),
+        inbox,
+    )
+    relay = OutboxRelay(sessions, orm.eventing.outbox, producer)
+    recurring = Recurring(sessions, timers, [*recurring_jobs(deps), pruning_job(orm.eventing)])
+    timer_runner = TimerRunner(
+        sessions,
+        orm.eventing.timers,
+        {**timer_handlers(uows), **recurring.handlers()},
+        # A job that raises instead of answering is bounded like one the provider ignores.
+        policy=deps.policy.retries,
+        outbound=outbound_jobs(deps),
+        incidents=Incidents(orm.eventing.incidents),
+        # An activation makes up to three calls, each bounded at twice the time-out.
+        lease_s=max(30.0, 8 * settings.lock_provider_timeout_s),
+    )
+    runtime = ServiceRuntime(
+        name=SERVICE,
+        engine=engine,
+        grpc_address=settings.grpc_address,
+        registrations=[registration(AccessServicer(uows))],
+        service_names=[SERVICE_NAME],
+        producer=producer,
+        error_domain=ERROR_DOMAIN,
+        workers=[
+            Worker("relay", relay.run),
+            Worker("consumer", consumer.run),
+            Worker("timers", timer_runner.run),
+            Worker("recurring jobs", recurring.keep),
+        ],
+    )
+    return AccessApp(settings, runtime, deps, inbox, timer_runner, recurring)
+
+
+def _http_provider(settings: Settings) -> HttpLockProvider:
+    client = make_client(
+        settings.lock_provider_url,
+        settings.lock_provider_api_key,
+        settings.lock_provider_timeout_s,
+    )
+    return HttpLockProvider(client)
+
+
+def _job_policy(settings: Settings) -> JobPolicy:
+    return JobPolicy(
+        retries=RetryPolicy(settings.provider_max_tries, settings.provider_retry_base_s, 30.0),
+        drift_every_s=settings.drift_every_s,
+        reseal_every_s=settings.reseal_every_s,
+        activation_grace_s=settings.activation_grace_s,
+        revocation_overdue_s=settings.revocation_overdue_s,
+    )

@@ -1,0 +1,1 @@
+"""Use cases: reactions to booking events, lock provider jobs, disclosures, the drift check."""
