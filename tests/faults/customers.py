@@ -122,6 +122,31 @@ class Customers:
             booking: bpb.Booking = reply.booking
             return booking
 
+    async def cancel(self, booking_id: str) -> bpb.Booking:
+        """The customer cancels, retried under one idempotency key until the service answers."""
+        request = bpb.CancelBookingRequest(
+            org_id=self.org_id,
+            user="fault-tester",
+            idempotency_key=f"cancel-{booking_id}",
+            booking_id=booking_id,
+        )
+        while True:
+            try:
+                reply = await self.booking.CancelBooking(request, timeout=CALL_TIMEOUT_S)
+            except grpc.aio.AioRpcError as error:
+                if error.code() not in PASSING:
+                    raise
+                await asyncio.sleep(RETRY_PAUSE_S)
+                continue
+            booking: bpb.Booking = reply.booking
+            return booking
+
+    async def slot_state(self, slot: bpb.Slot) -> str:
+        found = await self.booking.ListSlots(
+            bpb.ListSlotsRequest(space_id=slot.space_id), timeout=CALL_TIMEOUT_S
+        )
+        return next(each.state for each in found.slots if each.slot_id == slot.slot_id)
+
     async def booking_of(self, booking_id: str) -> bpb.Booking:
         while True:
             try:
