@@ -58,6 +58,7 @@ class Booking:
     slot_id: str
     window: Window
     space_id: str = ""
+    moves: int = 0
 
 
 @dataclass
@@ -65,6 +66,7 @@ class AccessHarness:
     app: AccessApp
     lock: httpx.AsyncClient  # the sandbox lock provider, its control API included
     bookings: list[Booking] = field(default_factory=list)
+    moves_sent: list[bev.BookingRescheduled] = field(default_factory=list)
 
     # --- the booking service's events, through the real inbox -----------------------------
 
@@ -104,8 +106,22 @@ class AccessHarness:
         assert await self.deliver(booking.booking_id, event) == "processed"
 
     async def reschedule(self, booking: Booking, window: Window | None = None) -> Booking:
+        moved, event = self.move(booking, window)
+        assert await self.deliver(booking.booking_id, event) == "processed"
+        self.moves_sent.append(event)
+        return moved
+
+    def move(
+        self, booking: Booking, window: Window | None = None
+    ) -> tuple[Booking, bev.BookingRescheduled]:
+        """The booking on a new slot, and the event that says so (not delivered)."""
         moved = Booking(
-            booking.booking_id, booking.org_id, new_id(), window or window_from_now(), ""
+            booking.booking_id,
+            booking.org_id,
+            new_id(),
+            window or window_from_now(),
+            "",
+            booking.moves + 1,
         )
         event = bev.BookingRescheduled(
             booking_id=booking.booking_id,
@@ -115,9 +131,13 @@ class AccessHarness:
             old_window=access_window(booking.window),
             new_slot_id=moved.slot_id,
             new_window=access_window(moved.window),
+            move=moved.moves,
         )
-        assert await self.deliver(booking.booking_id, event) == "processed"
-        return moved
+        return moved, event
+
+    async def replay_move(self, event: bev.BookingRescheduled) -> None:
+        """A move delivered again under a new event id, as an operator's replay sends it."""
+        assert await self.deliver(event.booking_id, event) == "processed"
 
     # --- timers --------------------------------------------------------------------------
 

@@ -10,7 +10,8 @@ late. After every step the rules are checked against the database and the door:
   active grant's code is at the provider and opens the door inside its window only;
 - several codes under one alias are always a duplicate incident, and none is adopted;
 - once everything has run, no grant that ended keeps a code at the provider;
-- a stale job never removes the live grant's code;
+- a stale job never removes the live grant's code, and a move replayed after a newer one
+  never takes the grant back to a slot the booking has left;
 - a PIN that was read never opens the door outside its window, nor after its grant's
   revocation was confirmed, and RevocationConfirmed only follows a confirmed removal;
 - only an active grant has a sealed PIN, and no PIN is stored in clear.
@@ -22,6 +23,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
@@ -52,6 +54,7 @@ STEPS = (
     "run_jobs",
     "late_removals",
     "late_window_end",
+    "replay_first_move",
 )
 INSIDE = timedelta(minutes=1)
 
@@ -65,6 +68,7 @@ class World:
     read: list[tuple[Grant, str]] = field(default_factory=list)  # grants whose PIN was read
     codes_seen: dict[str, tuple[Grant, str, str]] = field(default_factory=dict)
     duplicates_injected: int = 0
+    moves: list[Any] = field(default_factory=list)  # the BookingRescheduled events sent
 
     def __repr__(self) -> str:
         return f"World(booking={self.booking.booking_id})"
@@ -80,6 +84,7 @@ async def _step(world: World, step: str) -> None:
         world.cancelled = True
     elif step == "reschedule" and world.confirmed and not world.cancelled:
         world.booking = await access.reschedule(booking, window_from_now(timedelta(hours=3)))
+        world.moves.append(access.moves_sent[-1])
     elif step == "disclose" and world.confirmed:
         await _disclose(world)
     elif step == "timeout_next_create":
@@ -95,6 +100,8 @@ async def _step(world: World, step: str) -> None:
         await access.run_jobs(within=30)
     elif step == "late_removals":
         await _late_removals(world)
+    elif step == "replay_first_move" and world.moves:
+        await access.replay_move(world.moves[0])
     elif step == "late_window_end":
         for grant in await access.grants(booking):
             expected = {"grant_id": grant.grant_id, **grant.window.to_json()}
@@ -160,6 +167,7 @@ async def _check(world: World, quiet: bool) -> None:
             assert not await access.opens(pin, grant.window.valid_to + INSIDE)
     live_grants = [g for g in grants if g.is_live]
     assert len(live_grants) <= 1
+    assert all(g.slot_id == world.booking.slot_id for g in live_grants), live_grants
     assert not (world.cancelled and live_grants), live_grants
     revoked = {g.grant_id for g in grants if g.state is GrantState.REVOKED}
     confirmed = {
@@ -187,6 +195,7 @@ async def _check(world: World, quiet: bool) -> None:
 @example(steps=["confirm", "run_jobs", "disclose", "reschedule", "run_jobs", "late_removals"])
 @example(steps=["duplicate_next_create", "confirm", "fire", "run_jobs", "late_window_end"])
 @example(steps=["confirm", "provider_outage", "fire", "reschedule", "cancel", "run_jobs"])
+@example(steps=["confirm", "reschedule", "reschedule", "replay_first_move", "run_jobs"])
 async def test_access_rules_hold_over_any_interleaving(
     access: AccessHarness, steps: list[str]
 ) -> None:

@@ -206,3 +206,51 @@ async def test_a_removal_the_provider_never_confirms_is_an_incident_and_the_gran
     assert (await access.grant(booking)).state is GrantState.REVOKE_PENDING
     assert await access.incidents("revocation_unconfirmed")
     assert await access.published(aev.RevocationConfirmed) == []
+
+
+async def test_an_older_move_arriving_after_a_newer_one_never_takes_the_door_back(
+    access: AccessHarness,
+) -> None:
+    booking = await access.confirm()
+    second_slot, first_move = access.move(booking)
+    third_slot, second_move = access.move(second_slot)
+    await access.replay_move(second_move)  # the newer move is applied first
+    await access.replay_move(first_move)  # the older one, replayed late: stale
+    await access.replay_move(second_move)  # and the newer one again: already applied
+    await access.run_jobs()
+    [live] = [grant for grant in await access.grants(booking) if grant.is_live]
+    assert (live.slot_id, live.window, live.state) == (
+        third_slot.slot_id,
+        third_slot.window,
+        GrantState.ACTIVE,
+    )
+    assert len(await access.grants(booking)) == 2  # the confirmed one and the newest move's
+    pin = await access.pin(live)
+    assert pin and await access.opens(pin, third_slot.window.valid_from + INSIDE)
+    assert [code["name"] for code in await access.codes()] == [
+        alias(access.app.settings.alias_prefix, live.provision_id)
+    ]
+
+
+async def test_a_move_of_a_negative_number_is_parked_and_changes_nothing(
+    access: AccessHarness,
+) -> None:
+    booking = await access.confirm()
+    _, move = access.move(booking)
+    move.move = -1
+    assert await access.deliver(booking.booking_id, move) == "parked"
+    [grant] = await access.grants(booking)
+    assert grant.slot_id == booking.slot_id and grant.is_live
+
+
+async def test_an_unnumbered_move_of_an_older_producer_is_applied_once(
+    access: AccessHarness,
+) -> None:
+    booking = await access.confirm()
+    moved, move = access.move(booking)
+    move.move = 0  # as booking sent it before moves were numbered
+    for _ in range(2):
+        await access.replay_move(move)
+    [live] = [grant for grant in await access.grants(booking) if grant.is_live]
+    assert (live.slot_id, live.window) == (moved.slot_id, moved.window)
+    assert len(await access.grants(booking)) == 2

@@ -254,3 +254,17 @@ async def test_a_booking_is_not_moved_into_a_slot_that_has_started(
     assert (found.state, found.slot.slot_id) == ("confirmed", future.slot_id)
     assert (await booking.slot(begun)).state == "available"
     assert (await booking.slot(future)).state == "booked"
+
+
+async def test_each_move_of_a_booking_is_numbered_so_a_consumer_can_order_them(
+    booking: BookingHarness,
+) -> None:
+    first, second, third = await booking.space_with_slots(3)
+    org = new_id()
+    confirmed = await _confirmed_booking(booking, first, org)
+    await booking.reschedule(org, confirmed.booking_id, second.slot_id)
+    await booking.reschedule(org, confirmed.booking_id, third.slot_id)
+    refused = booking.reschedule(org, confirmed.booking_id, third.slot_id)
+    assert await reason_of_call(refused) == "slot_unavailable"  # it is there: no move, no number
+    moves = await booking.published(ev.BookingRescheduled)
+    assert [(m.move, m.new_slot_id) for m in moves] == [(1, second.slot_id), (2, third.slot_id)]

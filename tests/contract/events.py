@@ -109,6 +109,13 @@ CONSUMERS: dict[str, dict[str, tuple[Reads, ...]]] = {
             Reads(
                 "new_space_id", "string", "the studio of the new slot; unset: the default", False
             ),
+            Reads(
+                "move",
+                "int32",
+                "orders the booking's moves, so an older one replayed late is stale; unset: an"
+                " older producer's move, applied unless the grant is there already",
+                False,
+            ),
         ),
     },
 }

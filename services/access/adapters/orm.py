@@ -15,6 +15,7 @@ from sqlalchemy import (
     ForeignKey,
     Identity,
     Index,
+    Integer,
     LargeBinary,
     MetaData,
     Table,
@@ -44,6 +45,8 @@ grants = Table(
     Column("valid_to", DateTime(timezone=True), nullable=False),
     Column("state", Text, nullable=False),
     Column("provision_id", UUID(as_uuid=False), nullable=False),
+    # Which of the booking's moves the grant serves: an older move arriving late is stale.
+    Column("booking_move", Integer, nullable=False, server_default=text("0")),
     Column("failure", Text),
     now_column("created_at"),
     now_column("updated_at"),

@@ -57,7 +57,7 @@ class GrantRepository:
         values = columns(
             grant,
             *("grant_id", "booking_id", "org_id", "user", "slot_id", "device_id", "state"),
-            *("provision_id", "failure"),
+            *("provision_id", "booking_move", "failure"),
             valid_from=grant.window.valid_from,
             valid_to=grant.window.valid_to,
         )

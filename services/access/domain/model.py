@@ -84,6 +84,7 @@ class Grant:
     window: Window
     state: GrantState
     provision_id: str  # its current provision
+    booking_move: int = 0  # the booking's move it serves: 0 as confirmed, n after its n-th
     failure: str | None = None
     created_at: datetime | None = None
     updated_at: datetime | None = None

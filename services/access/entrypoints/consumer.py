@@ -8,6 +8,7 @@ one: the handler raises and the inbox parks it with the reason, for an operator.
 from __future__ import annotations
 
 from datetime import UTC
+from typing import TypedDict
 
 from google.protobuf.timestamp_pb2 import Timestamp
 from liftfit.booking.v1 import events_pb2 as booking
@@ -40,16 +41,22 @@ def _window(field: str, window: booking.AccessWindow) -> Window:
         raise UnusableEvent(f"{field} is not a window within the calendar") from None
 
 
-def _who(event: booking.BookingConfirmed | booking.BookingRescheduled) -> dict[str, str]:
+class _Who(TypedDict):
+    booking_id: str
+    org_id: str
+    user: str
+
+
+def _who(event: booking.BookingConfirmed | booking.BookingRescheduled) -> _Who:
     try:
         user = validation.text("user", event.user)
     except validation.InvalidField:
         raise UnusableEvent("user is not printable text") from None
-    return {
-        "booking_id": _id("booking_id", event.booking_id),
-        "org_id": _id("org_id", event.org_id),
-        "user": user,
-    }
+    return _Who(
+        booking_id=_id("booking_id", event.booking_id),
+        org_id=_id("org_id", event.org_id),
+        user=user,
+    )
 
 
 async def _confirmed(uow: UnitOfWork, event: booking.BookingConfirmed) -> None:
@@ -72,8 +79,15 @@ async def _rescheduled(uow: UnitOfWork, event: booking.BookingRescheduled) -> No
         slot_id=_id("new_slot_id", event.new_slot_id),
         space_id=event.new_space_id,
         window=_window("new_window", event.new_window),
+        move=_move(event.move),
     )
     await grants.move_access(uow, access)
+
+
+def _move(number: int) -> int:
+    if number < 0:
+        raise UnusableEvent("move is negative: moves are numbered from 1 (0: not numbered)")
+    return number
 
 
 def event_handlers(uows: UnitOfWorkFactory) -> dict[str, EventHandler]:

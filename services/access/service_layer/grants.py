@@ -38,6 +38,7 @@ class BookingAccess:
     slot_id: str
     space_id: str
     window: Window
+    move: int = 0  # the booking's move that put it there; 0 for its confirmation
 
 
 async def plan_access(uow: UnitOfWork, booking: BookingAccess) -> Grant | None:
@@ -57,16 +58,30 @@ async def end_access(uow: UnitOfWork, booking_id: str) -> None:
 
 
 async def move_access(uow: UnitOfWork, booking: BookingAccess) -> Grant | None:
-    """The booking moved: the old grant ends, a new one is planned for the new slot."""
+    """The booking moved: the old grant ends, a new one is planned for the new slot.
+
+    Moves are numbered by the booking service. A move no newer than one already applied
+    (a redelivery, or an older move replayed after a newer one) changes nothing: it must
+    never take the door back to a slot the booking has left (invariant 13)."""
     if await uow.ended_bookings.ended(booking.booking_id):
         return None
     grants = await uow.grants.of_booking(booking.booking_id, lock=True)
-    live = [grant for grant in grants if grant.is_live]
-    if any(g.slot_id == booking.slot_id and g.window == booking.window for g in live):
-        return None  # this move was applied already
-    for grant in live:
-        await end_grant(uow, grant)
+    if _applied_already(grants, booking):
+        return None
+    for grant in grants:
+        if grant.is_live:
+            await end_grant(uow, grant)
     return await _new_grant(uow, booking)
+
+
+def _applied_already(grants: list[Grant], booking: BookingAccess) -> bool:
+    if booking.move:
+        return any(grant.booking_move >= booking.move for grant in grants)
+    # An unnumbered move, as producers sent it before moves were numbered: applied unless
+    # the booking is there already. Such moves cannot be ordered among themselves.
+    return any(
+        g.is_live and (g.slot_id, g.window) == (booking.slot_id, booking.window) for g in grants
+    )
 
 
 async def _new_grant(uow: UnitOfWork, booking: BookingAccess) -> Grant:
@@ -80,6 +95,7 @@ async def _new_grant(uow: UnitOfWork, booking: BookingAccess) -> Grant:
         window=booking.window,
         state=GrantState.PLANNED,
         provision_id=str(uuid.uuid4()),
+        booking_move=booking.move,
     )
     await uow.grants.add(grant)
     provision = Provision(

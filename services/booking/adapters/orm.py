@@ -98,6 +98,7 @@ bookings = Table(
     Column("paid", Boolean, nullable=False, server_default=text("false")),
     Column("hold_expires_at", DateTime(timezone=True)),
     Column("trace_id", Text, nullable=False, server_default=""),
+    Column("moves", Integer, nullable=False, server_default=text("0")),
     now_column("created_at"),
     now_column("updated_at"),
     CheckConstraint("party_size BETWEEN 1 AND 4", name="bookings_party_size_range"),

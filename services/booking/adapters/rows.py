@@ -78,6 +78,7 @@ def booking_values(booking: Booking) -> dict[str, Any]:
         "slot_ends_at": booking.slot_during.ends_at,
         "valid_from": booking.window.starts_at,
         "valid_to": booking.window.ends_at,
+        "moves": booking.moves,
         "updated_at": booking.updated_at,
     }
 

@@ -166,6 +166,7 @@ class Booking:
     hold_expires_at: datetime | None = None
     trace_id: str = ""
     paid: bool = False  # money was taken for it by card: cancelling it means a refund
+    moves: int = 0  # times rescheduled; numbers its BookingRescheduled events
     created_at: datetime | None = None  # set by the repository when stored
     updated_at: datetime | None = None
 
@@ -214,6 +215,7 @@ class Booking:
         self.require_movable_to(slot.slot_id)
         self.slot_id, self.space_id = slot.slot_id, slot.space_id
         self.slot_during = self.window = slot.during
+        self.moves += 1
 
 
 @dataclass(frozen=True)

@@ -75,6 +75,7 @@ def booking_rescheduled(
         new_slot_id=booking.slot_id,
         new_window=window(booking.window),
         new_space_id=booking.space_id,
+        move=booking.moves,
     )
 
 
