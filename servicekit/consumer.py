@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
@@ -53,13 +53,17 @@ class InboxConsumer:
         while not stopping.is_set():
             consumer = self._make_consumer()
             try:
-                await consumer.start()
+                started = await _unless_stopping(consumer.start(), stopping)
             except KafkaError as error:
                 self._broker.failed(error)
                 with contextlib.suppress(Exception):
                     await consumer.stop()
                 await _wait(stopping, RECONNECT_WAIT_S)
                 continue
+            if not started:  # stopping while the start waited on the broker or its topics
+                with contextlib.suppress(Exception):
+                    await consumer.stop()
+                return None
             self._broker.succeeded()
             self.kafka_consumer = consumer
             return consumer
@@ -92,6 +96,27 @@ class InboxConsumer:
             log.warning("%s: offsets of %s not committed: %s", self.name, partition, error)
         except KafkaError as error:
             self._broker.failed(error)
+
+
+async def _unless_stopping(start: Coroutine[Any, Any, None], stopping: asyncio.Event) -> bool:
+    """Runs `start` unless the service stops first (then cancels it): a consumer's start
+    waits for its topics' metadata, up to the request time-out, and a stop must not."""
+    starting = asyncio.ensure_future(start)
+    stop = asyncio.ensure_future(stopping.wait())
+    try:
+        await asyncio.wait({starting, stop}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        starting.cancel()  # the worker itself was cancelled
+        raise
+    finally:
+        stop.cancel()
+    if starting.done():
+        starting.result()  # raises what the start raised
+        return True
+    starting.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await starting
+    return False
 
 
 async def _wait(stopping: asyncio.Event, seconds: float) -> None:
