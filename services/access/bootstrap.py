@@ -8,21 +8,14 @@ from datetime import timedelta
 
 from liftfit.access.v1 import access_pb2
 
-from servicekit import db, kafka
-from servicekit.consumer import InboxConsumer
+from servicekit import db
 from servicekit.inbox import Inbox
-from servicekit.incidents import Incidents
-from servicekit.kafka import ProducerLink
-from servicekit.outbox import Outbox
 from servicekit.provider_http import make_client
 from servicekit.recurring import Recurring
-from servicekit.relay import OutboxRelay
-from servicekit.retention import pruning_job
 from servicekit.retry import RetryPolicy
 from servicekit.runtime import ServiceRuntime
-from servicekit.supervision import Worker
-from servicekit.timers import TimerRunner, Timers
-from servicekit.unit_of_work import Effects
+from servicekit.timers import TimerRunner
+from servicekit.wiring import Consumes, TimerWork, effects_of, eventing
 from services.access.adapters import orm
 from services.access.adapters.lock_provider import HttpLockProvider, LockProvider
 from services.access.adapters.pin_vault import PinVault
@@ -71,10 +64,7 @@ def bootstrap(settings: Settings, provider: LockProvider | None = None) -> Acces
     """Wires the service; `provider` lets a test put another lock provider behind it."""
     engine = db.make_engine(settings.database_url)
     sessions = db.make_session_factory(engine)
-    timers = Timers(orm.eventing.timers)
-    effects = Effects(
-        Outbox(orm.eventing.outbox, producer=SERVICE), timers, settings.topic("access.events")
-    )
+    effects = effects_of(SERVICE, orm.eventing, settings.topic("access.events"))
     policy = Policy(
         Devices(settings.default_device, dict(settings.space_devices)),
         timedelta(seconds=settings.activation_lead_s),
@@ -82,42 +72,32 @@ def bootstrap(settings: Settings, provider: LockProvider | None = None) -> Acces
     )
     uows = unit_of_work_factory(sessions, effects, policy, PinVault(settings.pin_keys))
     deps = AccessDeps(uows, provider or _http_provider(settings), _job_policy(settings))
-    producer = ProducerLink(lambda: kafka.make_producer(settings.kafka_bootstrap, SERVICE), SERVICE)
-    inbox = Inbox(SERVICE, sessions, orm.eventing.inbox, event_handlers(uows), producer)
-    topics = [settings.topic("booking.events")]
-    consumer = InboxConsumer(
-        lambda: kafka.make_consumer(settings.kafka_bootstrap, settings.topic(SERVICE), topics),
-        inbox,
+    reads = Consumes(
+        group=settings.topic(SERVICE),
+        topics=[settings.topic("booking.events")],
+        handlers=event_handlers(uows),
     )
-    relay = OutboxRelay(sessions, orm.eventing.outbox, producer)
-    recurring = Recurring(sessions, timers, [*recurring_jobs(deps), pruning_job(orm.eventing)])
-    timer_runner = TimerRunner(
-        sessions,
-        orm.eventing.timers,
-        {**timer_handlers(uows), **recurring.handlers()},
+    timers = TimerWork(
+        handlers=timer_handlers(uows),
+        outbound=outbound_jobs(deps),
+        recurring=recurring_jobs(deps),
         # A job that raises instead of answering is bounded like one the provider ignores.
         policy=deps.policy.retries,
-        outbound=outbound_jobs(deps),
-        incidents=Incidents(orm.eventing.incidents),
         # An activation makes up to three calls, each bounded at twice the time-out.
         lease_s=max(30.0, 8 * settings.lock_provider_timeout_s),
     )
+    parts = eventing(SERVICE, settings.kafka_bootstrap, sessions, orm.eventing, reads, timers)
     runtime = ServiceRuntime(
         name=SERVICE,
         engine=engine,
         grpc_address=settings.grpc_address,
         registrations=[registration(AccessServicer(uows))],
         service_names=[SERVICE_NAME],
-        producer=producer,
+        producer=parts.producer,
         error_domain=ERROR_DOMAIN,
-        workers=[
-            Worker("relay", relay.run),
-            Worker("consumer", consumer.run),
-            Worker("timers", timer_runner.run),
-            Worker("recurring jobs", recurring.keep),
-        ],
+        workers=parts.workers(),
     )
-    return AccessApp(settings, runtime, deps, inbox, timer_runner, recurring)
+    return AccessApp(settings, runtime, deps, parts.inbox, parts.timer_runner, parts.recurring)
 
 
 def _http_provider(settings: Settings) -> HttpLockProvider:

@@ -7,20 +7,13 @@ from dataclasses import dataclass
 
 from liftfit.booking.v1 import booking_pb2
 
-from servicekit.consumer import InboxConsumer
 from servicekit.db import make_engine, make_session_factory
 from servicekit.idempotency_keys import IdempotencyKeys
 from servicekit.inbox import Inbox
-from servicekit.incidents import Incidents
-from servicekit.kafka import ProducerLink, make_consumer, make_producer
-from servicekit.outbox import Outbox
-from servicekit.recurring import Recurring
 from servicekit.relay import OutboxRelay
-from servicekit.retention import pruning_job
 from servicekit.runtime import ServiceRuntime
-from servicekit.supervision import Worker
-from servicekit.timers import TimerRunner, Timers
-from servicekit.unit_of_work import Effects
+from servicekit.timers import TimerRunner
+from servicekit.wiring import Consumes, TimerWork, effects_of, eventing
 from services.booking.adapters import orm
 from services.booking.entrypoints.consumer import event_handlers
 from services.booking.entrypoints.grpc_api import BookingServicer, registration
@@ -68,24 +61,20 @@ def bootstrap(settings: Settings) -> BookingApp:
     sessions = make_session_factory(engine)
     policy = Policy(settings.hold_seconds, settings.terms_version)
     keys = IdempotencyKeys(orm.eventing.idempotency_keys, settings.idempotency_secret)
-    timers = Timers(orm.eventing.timers)
-    effects = Effects(
-        Outbox(orm.eventing.outbox, producer=SERVICE), timers, settings.topic("booking.events")
-    )
+    effects = effects_of(SERVICE, orm.eventing, settings.topic("booking.events"))
     uows = unit_of_work_factory(sessions, effects, policy, keys)
-    producer = ProducerLink(lambda: make_producer(settings.kafka_bootstrap, SERVICE), SERVICE)
-    inbox = Inbox(SERVICE, sessions, orm.eventing.inbox, event_handlers(uows), producer)
-    topics = [settings.topic("payment.events"), settings.topic("access.events")]
-    consumer = InboxConsumer(
-        lambda: make_consumer(settings.kafka_bootstrap, settings.topic(SERVICE), topics), inbox
+    reads = Consumes(
+        group=settings.topic(SERVICE),
+        topics=[settings.topic("payment.events"), settings.topic("access.events")],
+        handlers=event_handlers(uows),
     )
-    relay = OutboxRelay(sessions, orm.eventing.outbox, producer)
-    recurring = Recurring(sessions, timers, [pruning_job(orm.eventing)])
-    timer_runner = TimerRunner(
+    parts = eventing(
+        SERVICE,
+        settings.kafka_bootstrap,
         sessions,
-        orm.eventing.timers,
-        {**timer_handlers(uows), **recurring.handlers()},
-        incidents=Incidents(orm.eventing.incidents),
+        orm.eventing,
+        reads,
+        TimerWork(handlers=timer_handlers(uows)),
     )
     runtime = ServiceRuntime(
         name=SERVICE,
@@ -93,13 +82,8 @@ def bootstrap(settings: Settings) -> BookingApp:
         grpc_address=settings.grpc_address,
         registrations=[registration(BookingServicer(uows))],
         service_names=[SERVICE_NAME],
-        producer=producer,
+        producer=parts.producer,
         error_domain=ERROR_DOMAIN,
-        workers=[
-            Worker("relay", relay.run),
-            Worker("consumer", consumer.run),
-            Worker("timers", timer_runner.run),
-            Worker("recurring jobs", recurring.keep),
-        ],
+        workers=parts.workers(),
     )
-    return BookingApp(settings, runtime, uows, inbox, timer_runner, relay)
+    return BookingApp(settings, runtime, uows, parts.inbox, parts.timer_runner, parts.relay)

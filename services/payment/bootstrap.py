@@ -10,22 +10,15 @@ from functools import partial
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from servicekit import db, kafka
-from servicekit.consumer import InboxConsumer
+from servicekit import db
 from servicekit.idempotency_keys import IdempotencyKeys
 from servicekit.inbox import Inbox
-from servicekit.incidents import Incidents
-from servicekit.kafka import ProducerLink
-from servicekit.outbox import Outbox
 from servicekit.provider_http import make_client
-from servicekit.recurring import Recurring
-from servicekit.relay import OutboxRelay
-from servicekit.retention import pruning_job
 from servicekit.retry import RetryPolicy
 from servicekit.runtime import ServiceRuntime
 from servicekit.supervision import Worker
-from servicekit.timers import TimerRunner, Timers
-from servicekit.unit_of_work import Effects
+from servicekit.timers import TimerRunner
+from servicekit.wiring import Consumes, TimerWork, effects_of, eventing
 from services.payment.adapters.card_gateway import CardGateway, HttpCardGateway
 from services.payment.adapters.orm import Tables, build_tables
 from services.payment.entrypoints import grpc_api
@@ -88,11 +81,7 @@ def bootstrap(settings: Settings, gateway: CardGateway | None = None) -> Payment
     tables = build_tables()
     engine = db.make_engine(settings.database_url)
     sessions = db.make_session_factory(engine)
-    effects = Effects(
-        outbox=Outbox(tables.eventing.outbox, producer=SERVICE),
-        timers=Timers(tables.eventing.timers),
-        topic=settings.payment_events_topic,
-    )
+    effects = effects_of(SERVICE, tables.eventing, settings.payment_events_topic)
     keys = IdempotencyKeys(tables.eventing.idempotency_keys, settings.idempotency_secret)
     deps = PaymentDeps(
         uows=unit_of_work_factory(sessions, tables, effects, keys),
@@ -101,43 +90,29 @@ def bootstrap(settings: Settings, gateway: CardGateway | None = None) -> Payment
         webhook_secrets=settings.webhook_secrets,
         return_url=settings.return_url,
     )
-    producer = ProducerLink(lambda: kafka.make_producer(settings.kafka_bootstrap, SERVICE), SERVICE)
-    topics = [settings.booking_events_topic]
-    inbox = Inbox(SERVICE, sessions, tables.eventing.inbox, booking_event_handlers(deps), producer)
-    consumer = InboxConsumer(
-        lambda: kafka.make_consumer(settings.kafka_bootstrap, settings.consumer_group, topics),
-        inbox,
+    reads = Consumes(
+        group=settings.consumer_group,
+        topics=[settings.booking_events_topic],
+        handlers=booking_event_handlers(deps),
     )
-    relay = OutboxRelay(sessions, tables.eventing.outbox, producer)
-    recurring = Recurring(
-        sessions, effects.timers, [*recurring_jobs(deps), pruning_job(tables.eventing)]
-    )
-    timer_runner = TimerRunner(
-        sessions,
-        tables.eventing.timers,
-        recurring.handlers(),
+    timers = TimerWork(
+        outbound=outbound_jobs(deps),
+        recurring=recurring_jobs(deps),
         # A job that raises instead of answering is bounded like one the gateway never answers.
         policy=RetryPolicy(
             max_attempts=settings.gateway_max_tries, base_delay_s=settings.gateway_retry_base_s
         ),
         batch_size=10,
-        outbound=outbound_jobs(deps),
-        incidents=Incidents(tables.eventing.incidents),
         # A job holds its lease through its gateway call, bounded at twice the time-out.
         lease_s=max(30.0, 4 * settings.gateway_timeout_s),
     )
+    parts = eventing(SERVICE, settings.kafka_bootstrap, sessions, tables.eventing, reads, timers)
     receiver = (
         NotificationReceiver(deps, settings.notification_receiver_address)
         if settings.notification_receiver_address
         else None
     )
-    workers = [
-        Worker("relay", relay.run),
-        Worker("consumer", consumer.run),
-        Worker("timers", timer_runner.run),
-        Worker("recurring jobs", recurring.keep),
-        Worker("hint retrier", partial(reapply_hints, deps)),
-    ]
+    workers = [*parts.workers(), Worker("hint retrier", partial(reapply_hints, deps))]
     if receiver is not None:
         workers.append(Worker("notification receiver", receiver.run))
     runtime = ServiceRuntime(
@@ -146,11 +121,13 @@ def bootstrap(settings: Settings, gateway: CardGateway | None = None) -> Payment
         grpc_address=settings.grpc_address,
         registrations=[grpc_api.registration(deps)],
         service_names=[grpc_api.SERVICE_NAME],
-        producer=producer,
+        producer=parts.producer,
         error_domain=ERROR_DOMAIN,
         workers=workers,
     )
-    return PaymentApp(settings, runtime, deps, tables, sessions, receiver, timer_runner, inbox)
+    return PaymentApp(
+        settings, runtime, deps, tables, sessions, receiver, parts.timer_runner, parts.inbox
+    )
 
 
 def _http_gateway(settings: Settings) -> HttpCardGateway:

@@ -1,0 +1,106 @@
+"""The eventing machinery every service runs beside its gRPC API, wired in one place.
+
+A service names what is its own: the topics it reads and its reactions to them, its timer
+handlers and recurring jobs, and how its timers are bounded. Everything else is the same
+in every service and is built here: the producer link shared by relay and inbox (for
+dead-letter copies), the inbox and its Kafka consumer, the outbox relay, the recurring
+jobs (outbox, inbox and timer pruning among them) and the timer runner, and the four
+supervised workers that run them. Nothing connects here; the workers do, once started.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from servicekit import kafka
+from servicekit.consumer import InboxConsumer
+from servicekit.inbox import EventHandler, Inbox
+from servicekit.incidents import Incidents
+from servicekit.outbox import Outbox
+from servicekit.recurring import Recurring, RecurringJob
+from servicekit.relay import OutboxRelay
+from servicekit.retention import pruning_job
+from servicekit.retry import RetryPolicy
+from servicekit.schema import EventingTables
+from servicekit.supervision import Worker
+from servicekit.timers import OutboundJob, TimerHandler, TimerRunner, Timers
+from servicekit.unit_of_work import Effects
+
+
+def effects_of(service: str, tables: EventingTables, topic: str) -> Effects:
+    """Where the service's units of work put events (its outbox, for `topic`) and timers."""
+    return Effects(Outbox(tables.outbox, producer=service), Timers(tables.timers), topic)
+
+
+@dataclass(frozen=True)
+class Consumes:
+    """What the service reads from Kafka, as which consumer group, and how it reacts."""
+
+    group: str
+    topics: Sequence[str]
+    handlers: Mapping[str, EventHandler]
+
+
+@dataclass(frozen=True)
+class TimerWork:
+    """The service's durable timers: in-transaction handlers, outbound jobs that call a
+    provider outside any transaction, recurring jobs, and the runner's bounds."""
+
+    handlers: Mapping[str, TimerHandler] = field(default_factory=dict)
+    outbound: Mapping[str, OutboundJob] = field(default_factory=dict)
+    recurring: Sequence[RecurringJob] = ()
+    policy: RetryPolicy | None = None  # None: the runner's own
+    batch_size: int = 50
+    lease_s: float = 30.0  # long enough for the slowest job's provider calls
+
+
+@dataclass
+class Eventing:
+    producer: kafka.ProducerLink
+    inbox: Inbox
+    consumer: InboxConsumer
+    relay: OutboxRelay
+    recurring: Recurring
+    timer_runner: TimerRunner
+
+    def workers(self) -> list[Worker]:
+        """The supervised workers of every service (a service may add its own)."""
+        return [
+            Worker("relay", self.relay.run),
+            Worker("consumer", self.consumer.run),
+            Worker("timers", self.timer_runner.run),
+            Worker("recurring jobs", self.recurring.keep),
+        ]
+
+
+def eventing(
+    service: str,
+    kafka_bootstrap: str,
+    sessions: async_sessionmaker[AsyncSession],
+    tables: EventingTables,
+    consumes: Consumes,
+    timers: TimerWork | None = None,
+) -> Eventing:
+    work = timers or TimerWork()
+    producer = kafka.ProducerLink(lambda: kafka.make_producer(kafka_bootstrap, service), service)
+    inbox = Inbox(service, sessions, tables.inbox, consumes.handlers, producer)
+    topics = list(consumes.topics)
+    consumer = InboxConsumer(
+        lambda: kafka.make_consumer(kafka_bootstrap, consumes.group, topics), inbox
+    )
+    recurring = Recurring(sessions, Timers(tables.timers), [*work.recurring, pruning_job(tables)])
+    timer_runner = TimerRunner(
+        sessions,
+        tables.timers,
+        {**work.handlers, **recurring.handlers()},
+        policy=work.policy,
+        batch_size=work.batch_size,
+        outbound=work.outbound,
+        incidents=Incidents(tables.incidents),
+        lease_s=work.lease_s,
+    )
+    relay = OutboxRelay(sessions, tables.outbox, producer)
+    return Eventing(producer, inbox, consumer, relay, recurring, timer_runner)
