@@ -10,6 +10,8 @@ import argparse
 import os
 import sys
 
+from alembic.util.exc import CommandError
+
 from servicekit import migrations
 
 
@@ -25,7 +27,18 @@ def main(argv: list[str] | None = None) -> int:
         print("refusing to start: setting MIGRATION_DATABASE_URL is required", file=sys.stderr)
         return 2
     if args.action == "upgrade":
-        migrations.upgrade(args.service, args.url, args.runtime_role or None)
+        try:
+            migrations.upgrade(args.service, args.url, args.runtime_role or None)
+        except CommandError as error:
+            # Typically a database migrated by another version of the code (a rollback, or
+            # a local database older than a rewritten unreleased migration): say so plainly.
+            print(
+                f"{args.service}: the database's schema revision is not one this code knows"
+                f" ({error}); deploy the code that migrated it, or for a local development"
+                f" database drop it and let `make up` create it again",
+                file=sys.stderr,
+            )
+            return 3
     elif args.action == "check":
         migrations.check(args.service, args.url)
     else:

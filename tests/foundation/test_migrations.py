@@ -9,10 +9,10 @@ import psycopg
 import pytest
 from alembic.util.exc import CommandError
 
-from servicekit import migrations
+from servicekit import migrate, migrations
 from tests.support.infrastructure import Infrastructure, create_database, drop_database
 
-SERVICES = ["booking", "payment"]
+SERVICES = ["booking", "payment", "access"]
 
 
 @pytest.mark.parametrize("service", SERVICES)
@@ -47,3 +47,20 @@ def test_the_runtime_role_reads_and_writes_rows_but_cannot_create_or_drop_tables
             connection.execute("DROP TABLE audit_log")
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             connection.execute("ALTER TABLE outbox ADD COLUMN intruder int")
+
+
+def test_a_database_at_a_revision_the_code_does_not_know_is_refused_plainly(
+    infra: Infrastructure, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = f"migrate_unknown_{uuid.uuid4().hex[:8]}"
+    url = create_database(infra.pg_admin_dsn, name)
+    try:
+        migrations.upgrade("booking", url)
+        with psycopg.connect(url, autocommit=True) as connection:
+            connection.execute("UPDATE alembic_version SET version_num = '0123456789ab'")
+        assert migrate.main(["upgrade", "booking", "--url", url]) == 3
+        said = capsys.readouterr().err
+        assert "booking: the database's schema revision is not one this code knows" in said
+        assert "0123456789ab" in said
+    finally:
+        drop_database(infra.pg_admin_dsn, name)
