@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
+from typing import Any
 
 import grpc
 import httpx
@@ -111,16 +113,11 @@ class Customers:
             party_size=1,
             payment_mode="card",
         )
-        while True:
-            try:
-                reply = await self.booking.Checkout(request, timeout=CALL_TIMEOUT_S)
-            except grpc.aio.AioRpcError as error:
-                if error.code() not in PASSING:
-                    raise
-                await asyncio.sleep(RETRY_PAUSE_S)
-                continue
-            booking: bpb.Booking = reply.booking
-            return booking
+        reply = await _until_answered(
+            lambda: self.booking.Checkout(request, timeout=CALL_TIMEOUT_S)
+        )
+        booking: bpb.Booking = reply.booking
+        return booking
 
     async def cancel(self, booking_id: str) -> bpb.Booking:
         """The customer cancels, retried under one idempotency key until the service answers."""
@@ -130,16 +127,10 @@ class Customers:
             idempotency_key=f"cancel-{booking_id}",
             booking_id=booking_id,
         )
-        while True:
-            try:
-                reply = await self.booking.CancelBooking(request, timeout=CALL_TIMEOUT_S)
-            except grpc.aio.AioRpcError as error:
-                if error.code() not in PASSING:
-                    raise
-                await asyncio.sleep(RETRY_PAUSE_S)
-                continue
-            booking: bpb.Booking = reply.booking
-            return booking
+        call = self.booking.CancelBooking
+        reply = await _until_answered(lambda: call(request, timeout=CALL_TIMEOUT_S))
+        booking: bpb.Booking = reply.booking
+        return booking
 
     async def slot_state(self, slot: bpb.Slot) -> str:
         found = await self.booking.ListSlots(
@@ -148,16 +139,11 @@ class Customers:
         return next(each.state for each in found.slots if each.slot_id == slot.slot_id)
 
     async def booking_of(self, booking_id: str) -> bpb.Booking:
-        while True:
-            try:
-                return await self.booking.GetBooking(
-                    bpb.GetBookingRequest(org_id=self.org_id, booking_id=booking_id),
-                    timeout=CALL_TIMEOUT_S,
-                )
-            except grpc.aio.AioRpcError as error:
-                if error.code() not in PASSING:
-                    raise
-                await asyncio.sleep(RETRY_PAUSE_S)
+        request = bpb.GetBookingRequest(org_id=self.org_id, booking_id=booking_id)
+        found: bpb.Booking = await _until_answered(
+            lambda: self.booking.GetBooking(request, timeout=CALL_TIMEOUT_S)
+        )
+        return found
 
     async def payment_at_gateway(self, booking_id: str) -> ppb.Payment | None:
         """The booking's payment once the gateway has it (it has a checkout URL), else None."""
@@ -186,15 +172,11 @@ class Customers:
                 await asyncio.sleep(RETRY_PAUSE_S)
 
     async def payment_by_id(self, payment_id: str) -> ppb.Payment:
-        while True:
-            try:
-                return await self.payments.GetPayment(
-                    ppb.GetPaymentRequest(payment_id=payment_id), timeout=CALL_TIMEOUT_S
-                )
-            except grpc.aio.AioRpcError as error:
-                if error.code() not in PASSING:
-                    raise
-                await asyncio.sleep(RETRY_PAUSE_S)
+        request = ppb.GetPaymentRequest(payment_id=payment_id)
+        found: ppb.Payment = await _until_answered(
+            lambda: self.payments.GetPayment(request, timeout=CALL_TIMEOUT_S)
+        )
+        return found
 
     async def pay(self, provider_payment_id: str) -> None:
         """The customer pays on the hosted page (the sandbox's shortcut for it)."""
@@ -208,3 +190,14 @@ class Customers:
         reply.raise_for_status()
         rows: list[dict[str, object]] = reply.json()["data"]
         return rows
+
+
+async def _until_answered(call: Callable[[], Awaitable[Any]]) -> Any:
+    """The call's answer, tried again while the service is restarting or unreachable."""
+    while True:
+        try:
+            return await call()
+        except grpc.aio.AioRpcError as error:
+            if error.code() not in PASSING:
+                raise
+            await asyncio.sleep(RETRY_PAUSE_S)

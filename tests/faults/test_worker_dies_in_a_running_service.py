@@ -29,7 +29,6 @@ from datetime import UTC, timedelta
 import grpc
 import httpx
 import pytest
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from liftfit.access.v1 import access_pb2 as apb
 from liftfit.access.v1 import access_pb2_grpc
 from liftfit.booking.v1 import booking_pb2 as bpb
@@ -54,6 +53,7 @@ from tests.support.health import NOT_SERVING, SERVING, HealthWatch
 from tests.support.infrastructure import Infrastructure, MigratedTemplates, drop_database
 from tests.support.processes import Sandbox
 from tests.support.sandboxes import running_lock_provider
+from tests.support.topics import create_topics, delete_topics
 from tests.support.waiting import eventually
 
 SERVICES = ("booking", "payment", "access")
@@ -97,19 +97,6 @@ class Services:
         return runtimes[name]
 
 
-async def _topics(bootstrap_servers: str) -> str:
-    prefix = f"t{uuid.uuid4().hex[:8]}."
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers)
-    await admin.start()
-    try:
-        await admin.create_topics(
-            [NewTopic(prefix + name, count, 1) for name, count in TOPICS.items()]
-        )
-    finally:
-        await admin.close()
-    return prefix
-
-
 @pytest.fixture(scope="module")
 def lock_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     with running_lock_provider(tmp_path_factory.mktemp("lock"), LOCK_API_KEY, DEVICES) as url:
@@ -131,7 +118,7 @@ async def services(
         )
         for service, name in names.items()
     }
-    prefix = await _topics(kafka_bootstrap)
+    prefix = await create_topics(kafka_bootstrap, TOPICS)
     booking = booking_bootstrap.bootstrap(
         BookingSettings(
             database_url=urls["booking"],
@@ -164,7 +151,9 @@ async def services(
     for app in (booking, payment, access):
         app.runtime.restart_policy = BACKOFF
     async with contextlib.AsyncExitStack() as running:
-        for name in names.values():  # dropped last, after every service has stopped
+        # Dropped last, after every service has stopped.
+        running.push_async_callback(delete_topics, kafka_bootstrap, prefix, list(TOPICS))
+        for name in names.values():
             running.callback(drop_database, infra.pg_admin_dsn, name)
         for app in (booking, payment, access):
             await app.start()
