@@ -15,7 +15,7 @@ from liftfit.access.v1 import events_pb2 as aev
 from services.access.domain.model import CodeToRemove, GrantState, ProvisionState, alias
 from services.access.service_layer import jobs
 from tests.access.conftest import HarnessFactory
-from tests.access.harness import AccessHarness, Booking
+from tests.access.harness import AccessHarness, Booking, window_from_now
 from tests.support.waiting import eventually
 
 INSIDE = timedelta(minutes=1)  # a moment inside a window, from its start
@@ -254,3 +254,41 @@ async def test_an_unnumbered_move_of_an_older_producer_is_applied_once(
     [live] = [grant for grant in await access.grants(booking) if grant.is_live]
     assert (live.slot_id, live.window) == (moved.slot_id, moved.window)
     assert len(await access.grants(booking)) == 2
+
+
+async def test_no_code_is_created_before_the_activation_window_even_by_a_timer_fired_early(
+    make_access: HarnessFactory,
+) -> None:
+    access = await make_access(activation_lead_s=3600)
+    later = await access.confirm(window_from_now(timedelta(hours=3)))
+    soon = await access.confirm(window_from_now(timedelta(minutes=30)))
+    await access.run_jobs()  # only the soon one's activation is due
+    assert (await access.grant(soon)).state is GrantState.ACTIVE
+    assert (await access.grant(later)).state is GrantState.PLANNED
+
+    planned = await access.grant(later)
+    await access.sql(  # as a clock ahead of the database's would fire it: early
+        "UPDATE timers SET due_at = now() WHERE aggregate_id = :provision AND kind = :kind",
+        provision=planned.provision_id,
+        kind=jobs.ACTIVATE,
+    )
+    assert await access.fire_due() == 1
+    assert (await access.grant(later)).state is GrantState.PLANNED
+    assert len(await access.codes()) == 1  # the soon booking's only
+    [again] = [
+        timer
+        for timer in await access.timers()
+        if timer.kind == jobs.ACTIVATE and timer.state == "pending"
+    ]
+    assert again.due_at == planned.window.valid_from - timedelta(hours=1)  # the window's opening
+
+
+async def test_no_code_is_created_once_the_window_is_over(access: AccessHarness) -> None:
+    over = await access.confirm(window_from_now(timedelta(hours=-3)))
+    await access.sql(  # its end-of-window job has not run yet: the activation meets a live grant
+        "UPDATE timers SET due_at = now() + interval '1 hour' WHERE kind = :kind",
+        kind=jobs.END_OF_WINDOW,
+    )
+    assert await access.fire_due() == 1  # the activation, late
+    assert await access.codes() == []
+    assert (await access.grant(over)).state is GrantState.PLANNED
