@@ -5,13 +5,17 @@ mail (send again) or none (mark sent)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import grpc
 import pytest
 from liftfit.notify.v1 import notify_pb2 as npb
 from sqlalchemy import select
 
 from servicekit.errors import reason_of
+from servicekit.records import Delivery
 from services.notify.adapters import orm
+from services.notify.domain.model import DeliveryState
 from tests.notify.harness import NotifyHarness, a_booking, confirmed
 from tests.support.waiting import eventually
 
@@ -67,6 +71,7 @@ async def test_a_drop_after_data_is_unknown_and_nothing_more_is_sent_until_marke
 
     decided = await _decide(notify, key, "mark_sent")
     assert decided.state == "sent"
+    assert await notify.incidents(key) == []  # resolved by the decision
     assert not await notify.sends_pending(key)
     assert len(await notify.mails(key)) == 1  # marked sent: no mail
     [entry] = await _audit(notify, key)
@@ -97,3 +102,31 @@ async def test_an_unknown_delivery_sent_again_by_an_operator_is_one_more_mail(
     [entry] = await _audit(notify, key)
     assert (entry["actor"], entry["action"]) == ("olga", "delivery.send_again")
     assert not await notify.sends_pending(key)
+
+
+async def test_a_delivery_a_stopped_process_left_sending_becomes_unknown_and_is_not_sent(
+    make_notify: Any,
+) -> None:
+    """The process died between marking the delivery `sending` and recording the answer:
+    the next try of its job cannot know whether the server took the mail."""
+    notify: NotifyHarness = await make_notify(start=False)
+    booking = a_booking()
+    record = notify.record("booking.events", booking.booking_id, confirmed(booking))
+    topic = notify.prefix + "booking.events"
+    delivered = Delivery(topic, 0, 0, record, key=booking.booking_id.encode())
+    assert await notify.app.inbox.deliver(delivered) == "processed"
+    async with notify.app.deps.uows.transaction() as uow:
+        [delivery] = await uow.deliveries.of_subject(booking.booking_id)
+        assert await uow.deliveries.move(
+            delivery.delivery_key, DeliveryState.QUEUED, DeliveryState.SENDING, tried=True
+        )
+    assert await notify.app.timer_runner.fire_due() == 1
+    async with notify.app.deps.uows.transaction() as uow:
+        found = await uow.deliveries.get(delivery.delivery_key)
+        incidents = await uow.incidents.listed("open")
+    assert found is not None and found.state is DeliveryState.UNKNOWN
+    assert [(i.kind, i.subject_id) for i in incidents] == [
+        ("delivery_unknown", delivery.delivery_key)
+    ]
+    assert await notify.mails(delivery.delivery_key) == []
+    assert not await notify.sends_pending(delivery.delivery_key)

@@ -45,6 +45,7 @@ async def decide_delivery(uow: UnitOfWork, command: DecideDelivery) -> Delivery:
         key,
         {"from": delivery.state.value, "to": target.value, "note": command.note},
     )
+    await uow.incidents.resolve(key, command.operator, command.decision.value, command.note)
     if target is DeliveryState.QUEUED:
         await jobs.schedule_send(uow, key)
     else:
