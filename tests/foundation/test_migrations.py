@@ -12,7 +12,7 @@ from alembic.util.exc import CommandError
 from servicekit import migrations
 from tests.support.infrastructure import Infrastructure, create_database, drop_database
 
-SERVICES = ["booking", "payment"]
+SERVICES = ["booking", "payment", "notify"]
 
 
 @pytest.mark.parametrize("service", SERVICES)

@@ -80,7 +80,7 @@ async def _confirmed(uow: UnitOfWork, event: booking.BookingConfirmed) -> None:
     who = _who(event.booking_id, event.org_id, event.contact, space)
     slot = _slot("window", event.window, space)
     if not event.HasField("price"):  # an older producer's event: no price to tell
-        await planning.booking_moved(uow, who)
+        await planning.contact_known(uow, who)
         return
     await planning.booking_confirmed(uow, who, slot, _price("price", event.price))
 

@@ -98,6 +98,13 @@ async def booking_moved(uow: UnitOfWork, who: BookingContact) -> None:
     await access_mails(uow, who.booking_id)
 
 
+async def contact_known(uow: UnitOfWork, who: BookingContact) -> None:
+    """A confirmation without a price (an older producer): no confirmation mail, but the
+    access mails have their address; a later move's contact is never undone by it."""
+    await uow.access_mails.remember_contact(who, replace=False)
+    await access_mails(uow, who.booking_id)
+
+
 async def booking_cancelled(
     uow: UnitOfWork, who: BookingContact, slot: Slot, refund_due: bool
 ) -> None:
