@@ -23,9 +23,11 @@ READY_TIMEOUT_S=60
 processes=(
   "card-gateway|sandboxes.card_gateway|http://127.0.0.1:${CARD_GATEWAY_PORT}/_sandbox/faults"
   "lock-provider|sandboxes.lock_provider|http://127.0.0.1:${LOCK_PROVIDER_PORT}/_sandbox/faults"
+  "mail-sandbox|sandboxes.mail|http://127.0.0.1:${MAIL_SANDBOX_HTTP_PORT}/_sandbox/faults"
   "booking|services.booking|grpc://${BOOKING_GRPC_ADDRESS}"
   "payment|services.payment|grpc://${PAYMENT_GRPC_ADDRESS}"
   "access|services.access|grpc://${ACCESS_GRPC_ADDRESS}"
+  "notify|services.notify|grpc://${NOTIFY_GRPC_ADDRESS}"
 )
 
 # The same test as pid_alive in deploy/local/infra.sh: /proc has the process and it is not
@@ -170,7 +172,8 @@ migrate() {
   "$py" -m servicekit.migrate upgrade booking --url "$BOOKING_MIGRATION_DATABASE_URL"
   "$py" -m servicekit.migrate upgrade payment --url "$PAYMENT_MIGRATION_DATABASE_URL"
   "$py" -m servicekit.migrate upgrade access --url "$ACCESS_MIGRATION_DATABASE_URL"
-  echo "schemas: booking, payment and access at their head revisions"
+  "$py" -m servicekit.migrate upgrade notify --url "$NOTIFY_MIGRATION_DATABASE_URL"
+  echo "schemas: booking, payment, access and notify at their head revisions"
 }
 
 case "${1:-up}" in
@@ -190,9 +193,11 @@ LIFT & FIT Private Space runs locally:
   booking service (gRPC)      ${BOOKING_GRPC_ADDRESS}
   payment service (gRPC)      ${PAYMENT_GRPC_ADDRESS}
   access service (gRPC)       ${ACCESS_GRPC_ADDRESS}
+  notify service (gRPC)       ${NOTIFY_GRPC_ADDRESS}
   payment notifications       http://${PAYMENT_NOTIFICATION_RECEIVER_ADDRESS}/v1/payments/notifications
   sandbox card gateway        http://127.0.0.1:${CARD_GATEWAY_PORT}  (hosted payment pages, /_sandbox fault controls)
   sandbox lock provider       http://127.0.0.1:${LOCK_PROVIDER_PORT}  (access codes, the door at /_sandbox/door, fault controls)
+  mail sandbox (read mails)   http://127.0.0.1:${MAIL_SANDBOX_HTTP_PORT}/messages  (SMTP on ${MAIL_SMTP_HOST}:${MAIL_SMTP_PORT}, /_sandbox fault controls)
   PostgreSQL                  ${pg_url%/*}/{booking,payment,access,notify}
   Kafka                       ${KAFKA_BOOTSTRAP}
 Logs in .local/log/, pid files in .local/run/. Stop everything with: make down

@@ -1,7 +1,9 @@
-"""What every idempotent customer command carries, checked once for every service."""
+"""What every idempotent customer command carries, and the fields every service's requests
+name (an id, a list's state filter), checked once for every service."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from servicekit import validation
@@ -24,3 +26,17 @@ class IdempotentCommand:
             validation.text("user", self.user)
         with invalid_fields_refused(InvalidIdempotencyKey):
             validation.idempotency_key("idempotency_key", self.idempotency_key)
+
+
+def identifier(field: str, value: str) -> str:
+    """An id a caller names: a canonical UUID, or InvalidRequest naming the field."""
+    with invalid_fields_refused():
+        return validation.canonical_uuid(field, value)
+
+
+def state_filter(value: str, known: Collection[str]) -> str:
+    """A list's filter: a known state, or empty for every state."""
+    if not value:
+        return value
+    with invalid_fields_refused():
+        return validation.one_of("state", value, known)

@@ -11,11 +11,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, Table, select, text
+from sqlalchemy import Row, Table, func, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from servicekit.rows import record
+from servicekit.schema import OPEN, RESOLVED
 
 MAX_DETAIL = 2000
 
@@ -41,6 +42,20 @@ class Incidents:
         )
         return (await session.execute(statement)).first() is not None
 
+    async def resolve(
+        self, session: AsyncSession, subject_id: str, by: str, decision: str, note: str
+    ) -> int:
+        """Resolves the subject's open incidents with the operator's decision; how many."""
+        t = self.table.c
+        result = await session.execute(
+            update(self.table)
+            .where(t.subject_id == subject_id, t.state == OPEN)
+            .values(
+                state=RESOLVED, resolved_at=func.now(), resolved_by=by, decision=decision, note=note
+            )
+        )
+        return int(getattr(result, "rowcount", 0) or 0)
+
     async def listed(self, session: AsyncSession, state: str | None) -> list[Incident]:
         query = select(self.table).order_by(self.table.c.opened_at.desc())
         if state:
@@ -61,6 +76,10 @@ class IncidentsInSession:
     async def open(self, kind: str, subject_id: str, detail: str) -> bool:
         """Opens an incident; a second sighting of an open one adds nothing."""
         return await self._incidents.open(self._session, kind, subject_id, detail)
+
+    async def resolve(self, subject_id: str, by: str, decision: str, note: str) -> int:
+        """Resolves the subject's open incidents with an operator's decision."""
+        return await self._incidents.resolve(self._session, subject_id, by, decision, note)
 
     async def listed(self, state: str | None) -> list[Incident]:
         return await self._incidents.listed(self._session, state)

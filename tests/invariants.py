@@ -19,6 +19,7 @@ class Promise:
 
 
 B, P, A, F = "tests/booking/", "tests/payment/", "tests/access/", "tests/foundation/"
+N = "tests/notify/"
 E2E, FAULTS = "tests/e2e/", "tests/faults/"
 
 PROMISES = (
@@ -246,8 +247,16 @@ PROMISES = (
     Promise(
         21,
         "an e-mail has a stable key and a durable status; a time-out is unknown",
-        (),
-        still_to_come="the notify service (issue 12)",
+        (
+            N + "test_delivery_once.py::test_every_event_delivered_ten_times_in_any_order_yields"
+            "_each_mail_once",
+            N + "test_unknown_outcome.py::test_a_drop_after_data_is_unknown_and_nothing_more_is"
+            "_sent_until_marked_sent",
+            N + "test_unknown_outcome.py::test_a_delivery_a_stopped_process_left_sending_becomes"
+            "_unknown_and_is_not_sent",
+            N + "test_pin_secrecy.py::test_one_access_mail_per_grant_and_a_new_one_for_a_moved"
+            "_bookings_new_grant",
+        ),
     ),
     Promise(
         22,

@@ -118,6 +118,50 @@ CONSUMERS: dict[str, dict[str, tuple[Reads, ...]]] = {
             ),
         ),
     },
+    "notify": {
+        B + "BookingConfirmed": (
+            Reads("booking_id", "string", "the booking the confirmation is about, and its key"),
+            Reads("org_id", "string", "whose booking: the access mail's PIN is read for it"),
+            Reads("contact.email", "string", "where the mails go; empty: no mail", False),
+            Reads("contact.locale", "string", "cs or en: the language of the mails"),
+            Reads("window.valid_from", TIMESTAMP, "when the slot starts, shown in the mail"),
+            Reads("window.valid_to", TIMESTAMP, "when the slot ends, shown in the mail"),
+            Reads("price.amount", "int64", "the price shown, minor units"),
+            Reads("price.currency", "string", "the price's ISO 4217 currency"),
+            Reads("space_id", "string", "the studio, whose time zone the mail uses", False),
+        ),
+        B + "BookingRescheduled": (
+            Reads("booking_id", "string", "whose new grant gets its own access mail"),
+            Reads("contact.locale", "string", "cs or en: the language of the mails"),
+            Reads("contact.email", "string", "where the mails go; empty: no mail", False),
+            Reads("new_space_id", "string", "the new studio, for its time zone", False),
+        ),
+        B + "BookingCancelled": (
+            Reads("booking_id", "string", "the booking the cancellation mail is about"),
+            Reads("contact.locale", "string", "cs or en: the language of the mail"),
+            Reads("contact.email", "string", "where the mail goes; empty: no mail", False),
+            Reads("window.valid_from", TIMESTAMP, "when the cancelled slot started"),
+            Reads("window.valid_to", TIMESTAMP, "when the cancelled slot ended"),
+            Reads("refund_due", "bool", "the mail says money comes back", False),
+        ),
+        P + "PaymentSucceeded": (
+            Reads("order_id", "string", "the order paid; empty for a booking (no mail)", False),
+            Reads("amount.amount", "int64", "what was paid, shown in the order mail"),
+            Reads("amount.currency", "string", "what was paid, currency"),
+            Reads("contact.locale", "string", "cs or en: the language of the mail"),
+        ),
+        P + "PaymentRefunded": (
+            Reads("payment_id", "string", "the refund, mailed once"),
+            Reads("state", "string", "refunded: the customer is told; refund_failed: not"),
+            Reads("amount.amount", "int64", "what was refunded, minor units"),
+            Reads("amount.currency", "string", "what was refunded, currency"),
+            Reads("contact.locale", "string", "cs or en: the language of the mail"),
+        ),
+        A + "AccessActivated": (
+            Reads("booking_id", "string", "whose access mail: its contact and PIN"),
+            Reads("grant_id", "string", "the grant: one access mail each"),
+        ),
+    },
 }
 
 _SCALARS = {

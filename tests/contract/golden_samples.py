@@ -40,6 +40,8 @@ BOOKING_REQUESTED, BOOKING_CANCELLED, BOOKING_EXPIRED, BOOKING_ORPHANED = (
     _id(23),
 )
 BOOKING_CONFIRMED, SLOT_CONFIRMED, SLOT_MOVED_TO, SPACE = _id(24), _id(33), _id(35), _id(34)
+BOOKING_REFUNDED, PAYMENT_REFUNDED, GRANT_ACTIVATED = _id(25), _id(26), _id(27)
+REFUND_CONTACT = "refund@example.test"
 HOLD_EXPIRES_AT = Timestamp(seconds=4_102_444_800)  # 2100-01-01: still held when applied
 # Access windows far ahead, so a consumer plans them without activating anything.
 WINDOW = booking.AccessWindow(
@@ -180,6 +182,24 @@ SAMPLES: tuple[Sample, ...] = (
             new_space_id=SPACE,
         ),
         _id(111),
+    ),
+    Sample(
+        "payment.events",
+        BOOKING_REFUNDED,
+        payment.PaymentRefunded(
+            payment_id=PAYMENT_REFUNDED,
+            booking_id=BOOKING_REFUNDED,
+            state="refunded",
+            contact=payment.Contact(email=REFUND_CONTACT, locale="en"),
+            amount=payment.Money(amount=45000, currency="CZK"),
+        ),
+        _id(112),
+    ),
+    Sample(
+        "access.events",
+        BOOKING_CONFIRMED,
+        access.AccessActivated(booking_id=BOOKING_CONFIRMED, grant_id=GRANT_ACTIVATED),
+        _id(113),
     ),
 )
 

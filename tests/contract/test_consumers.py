@@ -4,6 +4,7 @@ through its real inbox and handlers on PostgreSQL, and ends in the state the eve
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from liftfit.access.v1 import events_pb2 as access
 from liftfit.booking.v1 import booking_pb2 as bpb
@@ -18,6 +19,7 @@ from tests.access.harness import DEVICE, AccessHarness
 from tests.booking.harness import BookingHarness
 from tests.contract import golden_samples as golden
 from tests.contract.events import CONSUMERS
+from tests.notify.harness import NotifyHarness
 from tests.payment.harness import Harness
 
 _offsets = iter(range(1_000_000))
@@ -166,3 +168,34 @@ async def test_access_applies_the_golden_booking_events(access: AccessHarness) -
     async with access.app.deps.uows.transaction() as uow:
         [cancelled] = await uow.grants.of_booking(golden.BOOKING_CANCELLED)
     assert cancelled.state is GrantState.REVOKED
+
+
+# --- the notify service ------------------------------------------------------------------
+
+
+async def test_notify_applies_the_golden_events(make_notify: Any) -> None:
+    """Events of producers from before the contact snapshot carry no address: they are
+    applied and make no mail. The refund's sample carries one: it makes its mail."""
+    notify: NotifyHarness = await make_notify(start=False)
+    inbox, prefix = notify.app.inbox, notify.prefix
+    for kind in (
+        booking_events.BookingConfirmed,
+        booking_events.BookingRescheduled,
+        booking_events.BookingCancelled,
+        access.AccessActivated,
+        payment_events.PaymentSucceeded,
+        payment_events.PaymentRefunded,
+    ):
+        assert await _apply(inbox, prefix, kind) == "processed", kind
+    async with notify.app.deps.uows.transaction() as uow:
+        assert await uow.deliveries.of_subject(golden.BOOKING_CONFIRMED) == []
+        [refund] = await uow.deliveries.of_subject(golden.BOOKING_REFUNDED)
+        assert await uow.access_mails.grants_of(golden.BOOKING_CONFIRMED) == [
+            golden.GRANT_ACTIVATED
+        ]
+    assert (refund.template, refund.recipient, refund.locale, refund.state) == (
+        "refund_completed",
+        golden.REFUND_CONTACT,
+        "en",
+        "queued",
+    )

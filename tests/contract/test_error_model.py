@@ -12,6 +12,7 @@ from google.protobuf.descriptor import EnumDescriptor
 from google.rpc import error_details_pb2, status_pb2
 from liftfit.access.v1 import access_pb2
 from liftfit.booking.v1 import booking_pb2
+from liftfit.notify.v1 import notify_pb2
 from liftfit.payment.v1 import payment_pb2
 
 from servicekit import refusals
@@ -21,6 +22,8 @@ from services.access import bootstrap as access
 from services.access.domain import errors as access_errors
 from services.booking import bootstrap as booking
 from services.booking.domain import errors as booking_errors
+from services.notify import bootstrap as notify
+from services.notify.domain import errors as notify_errors
 from services.payment import bootstrap as payment
 from services.payment.domain import errors as payment_errors
 
@@ -28,12 +31,14 @@ SERVICES: dict[str, tuple[ModuleType, str]] = {
     "access": (access_errors, access.ERROR_DOMAIN),
     "booking": (booking_errors, booking.ERROR_DOMAIN),
     "payment": (payment_errors, payment.ERROR_DOMAIN),
+    "notify": (notify_errors, notify.ERROR_DOMAIN),
 }
 # Where each service's proto declares the reasons its refusals may carry.
 DECLARED: dict[str, EnumDescriptor] = {
     "access": access_pb2.DESCRIPTOR.enum_types_by_name["AccessRefusal"],
     "booking": booking_pb2.DESCRIPTOR.enum_types_by_name["BookingRefusal"],
     "payment": payment_pb2.DESCRIPTOR.enum_types_by_name["PaymentRefusal"],
+    "notify": notify_pb2.DESCRIPTOR.enum_types_by_name["NotifyRefusal"],
 }
 
 

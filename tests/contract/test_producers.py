@@ -7,6 +7,7 @@ import uuid
 from typing import Any
 
 from google.protobuf.message import Message
+from liftfit.booking.v1 import events_pb2 as booking_events
 from liftfit.payment.v1 import events_pb2 as pay
 from liftfit.payment.v1 import payment_pb2
 from sqlalchemy import Table, select
@@ -74,10 +75,16 @@ async def _access_emits_every_kind(access: AccessHarness) -> list[Message]:
 
 
 async def _payment_emits_every_kind(harness: Harness) -> list[Message]:
-    """A payment paid, one failed, a pass order paid."""
+    """A payment paid and then refunded for its cancelled booking, one failed, a pass order
+    paid."""
     paid = await harness.opened_payment()
     await harness.settle(paid.provider_payment_id)
     await harness.payment_in(paid.booking_id, "paid")
+    cancelled = booking_events.BookingCancelled(
+        booking_id=paid.booking_id, payment_id=paid.payment_id, refund_due=True
+    )
+    await harness.publish(cancelled, paid.booking_id)
+    await harness.payment_in(paid.booking_id, "refunded")
     failed = await harness.opened_payment()
     await harness.settle(failed.provider_payment_id, "fail")
     await harness.payment_in(failed.booking_id, "failed")

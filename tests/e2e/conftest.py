@@ -1,6 +1,7 @@
-"""End-to-end fixtures: the real booking, payment and access services in-process, sharing
-one topic prefix, with the real sandbox card gateway and lock provider processes (started
-once per session by the payment and access suites' fixtures)."""
+"""End-to-end fixtures: the real booking, payment, access and notify services in-process,
+sharing one topic prefix, with the real sandbox card gateway, lock provider and mail
+sandbox processes (started once per session by the payment, access and notify suites'
+fixtures)."""
 
 from __future__ import annotations
 
@@ -14,15 +15,19 @@ import pytest
 from services.access import bootstrap as access_bootstrap
 from services.booking import bootstrap as booking_bootstrap
 from services.booking.settings import Settings as BookingSettings
+from services.notify import bootstrap as notify_bootstrap
 from services.payment import bootstrap as payment_bootstrap
 from tests.access.conftest import access_settings, lock_provider_url  # noqa: F401
+from tests.notify.conftest import mail_sandbox, notify_settings  # noqa: F401
 from tests.payment.conftest import card_gateway_url, test_settings  # noqa: F401
 from tests.payment.harness import API_KEY
+from tests.support.sandboxes import MailSandbox
 
 TOPICS = {
     "booking.events": 3,
     "payment.events": 3,
     "access.events": 3,
+    "notify.events": 1,
     "booking.events.dlq": 1,
     "payment.events.dlq": 1,
     "access.events.dlq": 1,
@@ -34,9 +39,11 @@ class Platform:
     booking: booking_bootstrap.BookingApp
     payment: payment_bootstrap.PaymentApp
     access: access_bootstrap.AccessApp
+    notify: notify_bootstrap.NotifyApp
     prefix: str
     gateway_url: str
     lock_url: str
+    mail: MailSandbox
 
 
 @pytest.fixture
@@ -46,6 +53,7 @@ async def platform(
     kafka_bootstrap: str,
     card_gateway_url: str,  # noqa: F811
     lock_provider_url: str,  # noqa: F811
+    mail_sandbox: MailSandbox,  # noqa: F811
 ) -> AsyncIterator[Platform]:
     prefix = await new_topics(TOPICS)
     booking = booking_bootstrap.bootstrap(
@@ -74,12 +82,34 @@ async def platform(
     await booking.start()
     await payment.start()
     await access.start()
+    notify = notify_bootstrap.bootstrap(
+        notify_settings(
+            service_database("notify"),
+            kafka_bootstrap,
+            mail_sandbox,
+            f"127.0.0.1:{access.grpc_port}",
+            prefix,
+        )
+    )
+    async with httpx.AsyncClient(base_url=mail_sandbox.url, timeout=5) as mail:
+        (await mail.post("/_sandbox/reset")).raise_for_status()
+    await notify.start()
     async with httpx.AsyncClient(
         base_url=card_gateway_url, timeout=5, headers={"Authorization": f"Bearer {API_KEY}"}
     ) as gateway:
         await gateway.post("/_sandbox/reset")
         await gateway.post("/_sandbox/config", json={"notify_url": payment.notification_url})
-    yield Platform(booking, payment, access, prefix, card_gateway_url, lock_provider_url)
+    yield Platform(
+        booking,
+        payment,
+        access,
+        notify,
+        prefix,
+        card_gateway_url,
+        lock_provider_url,
+        mail_sandbox,
+    )
+    await notify.stop()
     await access.stop()
     await payment.stop()
     await booking.stop()

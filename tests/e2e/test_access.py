@@ -19,8 +19,6 @@ from liftfit.access.v1 import access_pb2 as apb
 from liftfit.access.v1 import access_pb2_grpc
 from liftfit.booking.v1 import booking_pb2 as bpb
 from liftfit.booking.v1 import booking_pb2_grpc
-from liftfit.payment.v1 import payment_pb2 as ppb
-from liftfit.payment.v1 import payment_pb2_grpc
 from sqlalchemy import select
 
 from servicekit import grpc_server
@@ -28,29 +26,10 @@ from servicekit.errors import reason_of
 from services.booking.adapters import orm as booking_orm
 from tests.access.harness import DEVICE
 from tests.e2e.conftest import Platform
-from tests.e2e.test_walking_skeleton import _card_checkout
+from tests.e2e.test_walking_skeleton import _card_checkout, _pay
 from tests.support.waiting import eventually
 
 INSIDE = timedelta(minutes=1)
-
-
-async def _pay(platform: Platform, booking_id: str) -> None:
-    async with grpc_server.channel(f"127.0.0.1:{platform.payment.grpc_port}") as channel:
-        payments = payment_pb2_grpc.PaymentServiceStub(channel)
-
-        async def at_gateway() -> str | None:
-            try:
-                found = await payments.GetPaymentForBooking(
-                    ppb.GetPaymentForBookingRequest(booking_id=booking_id)
-                )
-            except grpc.aio.AioRpcError:
-                return None
-            return found.provider_payment_id or None
-
-        provider_id = await eventually(at_gateway, 30)
-    async with httpx.AsyncClient(base_url=platform.gateway_url, timeout=10) as gateway:
-        settle = f"/_sandbox/payments/{provider_id}/settle"
-        (await gateway.post(settle, json={"outcome": "succeed"})).raise_for_status()
 
 
 async def _disclosed(platform: Platform, booking: bpb.Booking) -> apb.Access:

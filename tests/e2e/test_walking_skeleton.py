@@ -1,14 +1,20 @@
-"""The walking skeleton across two services on the real broker, and the one trace that
-follows it: gRPC call -> booking transaction and outbox -> relay -> Kafka -> payment inbox."""
+"""The walking skeleton across the services on the real broker, and the one trace that
+follows it: gRPC call -> booking transaction and outbox -> relay -> Kafka -> payment inbox.
+It ends where the customer sees it: the confirmation and the access mail with the PIN,
+readable in the mail sandbox."""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import grpc
+import httpx
 from google.protobuf.timestamp_pb2 import Timestamp
+from liftfit.access.v1 import access_pb2 as apb
+from liftfit.access.v1 import access_pb2_grpc
 from liftfit.booking.v1 import booking_pb2 as bpb
 from liftfit.booking.v1 import booking_pb2_grpc, events_pb2
 from liftfit.payment.v1 import payment_pb2 as ppb
@@ -18,6 +24,7 @@ from opentelemetry.trace import SpanKind
 
 from servicekit import grpc_server
 from tests.e2e.conftest import Platform
+from tests.support.waiting import eventually
 
 
 def _at(moment: datetime) -> Timestamp:
@@ -26,7 +33,7 @@ def _at(moment: datetime) -> Timestamp:
     return stamp
 
 
-async def _card_checkout(platform: Platform) -> bpb.Booking:
+async def _card_checkout(platform: Platform, email: str = "", locale: str = "") -> bpb.Booking:
     async with grpc_server.channel(f"127.0.0.1:{platform.booking.grpc_port}") as channel:
         booking = booking_pb2_grpc.BookingServiceStub(channel)
         space = await booking.CreateSpace(bpb.CreateSpaceRequest(name="Karlin", timezone="UTC"))
@@ -51,6 +58,7 @@ async def _card_checkout(platform: Platform) -> bpb.Booking:
                 slot_id=slots.slots[0].slot_id,
                 party_size=1,
                 payment_mode="card",
+                contact=events_pb2.Contact(email=email, locale=locale),
             )
         )
         return reply.booking
@@ -69,6 +77,25 @@ async def _payment_of(platform: Platform, booking_id: str) -> ppb.Payment:
                     raise
             await asyncio.sleep(0.1)
     raise AssertionError("the payment service never wrote a payment for the booking")
+
+
+async def _pay(platform: Platform, booking_id: str) -> None:
+    async with grpc_server.channel(f"127.0.0.1:{platform.payment.grpc_port}") as channel:
+        payments = payment_pb2_grpc.PaymentServiceStub(channel)
+
+        async def at_gateway() -> str | None:
+            try:
+                found = await payments.GetPaymentForBooking(
+                    ppb.GetPaymentForBookingRequest(booking_id=booking_id)
+                )
+            except grpc.aio.AioRpcError:
+                return None
+            return found.provider_payment_id or None
+
+        provider_id = await eventually(at_gateway, 30)
+    async with httpx.AsyncClient(base_url=platform.gateway_url, timeout=10) as gateway:
+        settle = f"/_sandbox/payments/{provider_id}/settle"
+        (await gateway.post(settle, json={"outcome": "succeed"})).raise_for_status()
 
 
 async def test_a_card_checkout_reaches_the_payment_service_through_the_outbox_and_broker(
@@ -101,3 +128,38 @@ async def test_one_trace_follows_the_checkout_from_the_grpc_call_to_the_payment_
     ]
     assert any((s.attributes or {}).get("consumer") == "payment" for s in consumers)
     assert booking.trace_id in ("", format(trace_id, "032x"))
+
+
+async def test_a_paid_checkout_ends_with_its_confirmation_and_access_mails_in_the_sandbox(
+    platform: Platform,
+) -> None:
+    email = f"anna-{uuid.uuid4().hex[:8]}@example.test"
+    booking = await _card_checkout(platform, email, "en")
+    await _pay(platform, booking.booking_id)
+
+    async with httpx.AsyncClient(base_url=platform.mail.url, timeout=5) as mail:
+
+        async def both_mails() -> list[dict[str, Any]] | None:
+            found = (await mail.get("/messages", params={"to": email})).json()["data"]
+            return found if len(found) == 2 else None
+
+        mails = await eventually(both_mails, 60)
+    by_subject = {m["subject"].split(":")[0].split(" for ")[0]: m for m in mails}
+    assert set(by_subject) == {"Booking confirmed", "Your studio PIN"}
+    confirmation = by_subject["Booking confirmed"]
+    assert booking.booking_id in confirmation["text"] and "CZK450.00" in confirmation["text"]
+    access = await _access_of(platform, booking)
+    assert access.pin and access.pin in by_subject["Your studio PIN"]["text"]
+    assert access.pin in by_subject["Your studio PIN"]["html"]
+
+
+async def _access_of(platform: Platform, booking: bpb.Booking) -> apb.Access:
+    async with grpc_server.channel(f"127.0.0.1:{platform.access.grpc_port}") as channel:
+        request = apb.DisclosePinRequest(
+            org_id=booking.org_id,
+            booking_id=booking.booking_id,
+            user="anna",
+            purpose="customer_view",
+        )
+        found: apb.Access = await access_pb2_grpc.AccessServiceStub(channel).DisclosePin(request)
+        return found

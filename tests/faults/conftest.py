@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.notify.conftest import mail_sandbox  # noqa: F401  (the notify workers' case)
 from tests.support.card_gateway import running_card_gateway
 from tests.support.processes import (
     RUNNING_PLATFORM,
@@ -29,6 +30,7 @@ TOPICS = {
     "payment.events": 3,
     "payment.events.dlq": 1,
     "access.events": 1,
+    "notify.events": 1,
 }
 MakePlatform = Callable[..., Awaitable[ProcessPlatform]]
 

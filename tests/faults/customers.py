@@ -21,6 +21,7 @@ import httpx
 from google.protobuf.timestamp_pb2 import Timestamp
 from liftfit.booking.v1 import booking_pb2 as bpb
 from liftfit.booking.v1 import booking_pb2_grpc, events_pb2
+from liftfit.booking.v1 import events_pb2 as bev
 from liftfit.payment.v1 import payment_pb2 as ppb
 from liftfit.payment.v1 import payment_pb2_grpc
 
@@ -103,8 +104,9 @@ class Customers:
         )
         return [slot.slot_id for slot in reply.slots]
 
-    async def checkout(self, slot_id: str) -> bpb.Booking:
-        """A card checkout, retried under one idempotency key until the service answers."""
+    async def checkout(self, slot_id: str, email: str = "") -> bpb.Booking:
+        """A card checkout, retried under one idempotency key until the service answers;
+        its mails go to `email` (none without one)."""
         request = bpb.CheckoutRequest(
             org_id=self.org_id,
             user="fault-tester",
@@ -112,6 +114,7 @@ class Customers:
             slot_id=slot_id,
             party_size=1,
             payment_mode="card",
+            contact=bev.Contact(email=email, locale="en"),
         )
         reply = await _until_answered(
             lambda: self.booking.Checkout(request, timeout=CALL_TIMEOUT_S)

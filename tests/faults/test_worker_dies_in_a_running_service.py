@@ -1,21 +1,23 @@
 """A worker that dies inside a running service is noticed and replaced, and nothing it
 should have carried is lost.
 
-Each worker of booking, payment and access is killed in turn (its task cancelled, as an
-unexpected exception or cancellation would end it). gRPC health, watched on the
-Health/Watch stream, says NOT_SERVING within 2 s.
+Each worker of booking, payment, access and notify is killed in turn (its task
+cancelled, as an unexpected exception or cancellation would end it). gRPC health, watched
+on the Health/Watch stream, says NOT_SERVING within 2 s.
 
-- Booking and payment: a card checkout is committed while the worker is down; the
+- Booking, payment and notify: a card checkout is committed while the worker is down; the
   supervisor starts the worker again and health returns to SERVING; the checkout then
   travels the whole way: PaymentRequested to the payment service, the payment page at the
-  gateway, the customer pays, the notification comes back, and the booking is confirmed.
+  gateway, the customer pays, the notification comes back, the booking is confirmed, and
+  its confirmation and access mails are in the mail sandbox once each, with every notify
+  outbox row published.
 - Access: a confirmed booking whose PIN was read is cancelled while the worker is down;
   once it is back, the cancellation reaches access, the revocation job removes the code,
   RevocationConfirmed reaches booking, the closed slot is for sale again, and the old PIN
   no longer opens the door.
 
-The three services run in-process here, sharing one test's databases and topics across
-the cases, against the sandbox card gateway and lock provider processes.
+The four services run in-process here, sharing one test's databases and topics across
+the cases, against the sandbox card gateway, lock provider and mail sandbox processes.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ from services.access import bootstrap as access_bootstrap
 from services.booking import bootstrap as booking_bootstrap
 from services.booking.adapters import orm as booking_orm
 from services.booking.settings import Settings as BookingSettings
+from services.notify import bootstrap as notify_bootstrap
+from services.notify.adapters import orm as notify_orm
 from services.payment import bootstrap as payment_bootstrap
 from services.payment.settings import Settings as PaymentSettings
 from tests.access.conftest import access_settings
@@ -49,15 +53,17 @@ from tests.access.harness import API_KEY as LOCK_API_KEY
 from tests.access.harness import DEVICE, DEVICES
 from tests.faults.conftest import TOPICS, point_sandbox_at
 from tests.faults.customers import Customers
+from tests.notify.conftest import notify_settings
 from tests.support.health import NOT_SERVING, SERVING, HealthWatch
 from tests.support.infrastructure import Infrastructure, MigratedTemplates, drop_database
 from tests.support.processes import Sandbox
-from tests.support.sandboxes import running_lock_provider
+from tests.support.sandboxes import MailSandbox, running_lock_provider
 from tests.support.topics import create_topics, delete_topics
 from tests.support.waiting import eventually
 
-SERVICES = ("booking", "payment", "access")
+SERVICES = ("booking", "payment", "access", "notify")
 NOT_SERVING_WITHIN_S = 2.0
+MAILS_OF_A_BOOKING = 2  # its confirmation, and its access details once the grant is active
 # Long enough that the checkout surely commits while the worker is down.
 BACKOFF = RestartPolicy(first_backoff_s=1.0)
 WORKERS = [
@@ -71,6 +77,10 @@ WORKERS = [
     pytest.param("payment", "recurring jobs", id="payment-recurring-jobs"),
     pytest.param("payment", "hint retrier", id="payment-hint-retrier"),
     pytest.param("payment", "notification receiver", id="payment-receiver"),
+    pytest.param("notify", "relay", id="notify-relay"),
+    pytest.param("notify", "consumer", id="notify-consumer"),
+    pytest.param("notify", "timers", id="notify-timers"),
+    pytest.param("notify", "recurring jobs", id="notify-recurring-jobs"),
 ]
 ACCESS_WORKERS = [
     pytest.param("relay", id="access-relay"),
@@ -85,14 +95,17 @@ class Services:
     booking: booking_bootstrap.BookingApp
     payment: payment_bootstrap.PaymentApp
     access: access_bootstrap.AccessApp
+    notify: notify_bootstrap.NotifyApp
     sandbox: Sandbox
     lock_url: str
+    mail: MailSandbox
 
     def runtime(self, name: str) -> ServiceRuntime:
         runtimes = {
             "booking": self.booking.runtime,
             "payment": self.payment.runtime,
             "access": self.access.runtime,
+            "notify": self.notify.runtime,
         }
         return runtimes[name]
 
@@ -110,6 +123,7 @@ async def services(
     kafka_bootstrap: str,
     sandbox: Sandbox,
     lock_url: str,
+    mail_sandbox: MailSandbox,
 ) -> AsyncIterator[Services]:
     names = {service: f"{service}_{uuid.uuid4().hex[:10]}" for service in SERVICES}
     urls = {
@@ -158,8 +172,21 @@ async def services(
         for app in (booking, payment, access):
             await app.start()
             running.push_async_callback(app.stop)
+        # Notify reads the PIN for the access mail from the running access service.
+        notify = notify_bootstrap.bootstrap(
+            notify_settings(
+                urls["notify"],
+                kafka_bootstrap,
+                mail_sandbox,
+                f"127.0.0.1:{access.grpc_port}",
+                prefix,
+            )
+        )
+        notify.runtime.restart_policy = BACKOFF
+        await notify.start()
+        running.push_async_callback(notify.stop)
         await point_sandbox_at(sandbox, payment.notification_url)
-        yield Services(booking, payment, access, sandbox, lock_url)
+        yield Services(booking, payment, access, notify, sandbox, lock_url, mail_sandbox)
 
 
 async def _receiver_answers(url: str) -> bool:
@@ -183,7 +210,8 @@ async def test_a_dead_worker_makes_health_not_serving_until_it_is_back_and_loses
 
         runtime.supervisor.task_of(worker).cancel()
         await health.until(NOT_SERVING, within=NOT_SERVING_WITHIN_S)
-        booking = await shop.checkout(slot)
+        email = f"fault-{uuid.uuid4().hex[:10]}@example.test"
+        booking = await shop.checkout(slot, email)
         assert worker in runtime.supervisor.down, "the checkout did not commit while it was down"
         await health.until(SERVING, within=15)
         if worker == "notification receiver":
@@ -196,8 +224,26 @@ async def test_a_dead_worker_makes_health_not_serving_until_it_is_back_and_loses
             return (await shop.booking_of(booking.booking_id)).state == "confirmed"
 
         await eventually(confirmed, 30)
+        await eventually(lambda: _mailed_once_each(services, email, MAILS_OF_A_BOOKING), 30)
+        await eventually(lambda: _outbox_published(services.notify), 30)
     assert not runtime.supervisor.down
     assert not runtime.supervisor.failed.is_set()
+
+
+async def _mailed_once_each(services: Services, email: str, expected: int) -> bool:
+    """`expected` mails to `email` have arrived, none of them twice."""
+    async with httpx.AsyncClient(base_url=services.mail.url, timeout=5) as client:
+        found = (await client.get("/messages", params={"to": email})).json()["data"]
+    ids = [mail["message_id"] for mail in found]
+    assert len(ids) == len(set(ids)) <= expected, f"mails to {email}: {ids}"
+    return len(ids) == expected
+
+
+async def _outbox_published(notify: notify_bootstrap.NotifyApp) -> bool:
+    outbox = notify_orm.eventing.outbox
+    async with notify.deps.uows.sessions() as session:
+        query = select(outbox.c.seq).where(outbox.c.state != "dispatched").limit(1)
+        return (await session.execute(query)).first() is None
 
 
 async def _confirmed_with_its_pin_read(services: Services, shop: Customers) -> tuple[str, str]:

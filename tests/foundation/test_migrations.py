@@ -12,7 +12,7 @@ from alembic.util.exc import CommandError
 from servicekit import migrate, migrations
 from tests.support.infrastructure import Infrastructure, create_database, drop_database
 
-SERVICES = ["booking", "payment", "access"]
+SERVICES = ["booking", "payment", "access", "notify"]
 
 
 @pytest.mark.parametrize("service", SERVICES)

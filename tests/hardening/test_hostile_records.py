@@ -1,6 +1,7 @@
 """Whatever anyone writes to the topics the services consume (booking, payment and access),
 they stay up and lose nothing: each bad record is parked once with a reason by every
-consumer of its topic, and every valid event around it is applied."""
+consumer of its topic (notify consumes all three), and every valid event around it is
+applied."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from servicekit import envelope, grpc_server
 from services.access.adapters import orm as access_orm
 from services.booking.adapters import orm as booking_orm
+from services.notify.adapters import orm as notify_orm
 from tests.e2e.conftest import Platform
 from tests.support.waiting import eventually
 
@@ -131,12 +133,14 @@ async def _send_bad(
 def _inboxes_of(
     platform: Platform, topic: str
 ) -> list[tuple[async_sessionmaker[AsyncSession], Table]]:
-    if topic == "booking.events":  # payment and access both consume it
+    notify = (platform.notify.deps.uows.sessions, notify_orm.eventing.inbox)
+    if topic == "booking.events":  # payment, access and notify consume it
         return [
             (platform.payment.sessions, platform.payment.tables.eventing.inbox),
             (platform.access.deps.uows.sessions, access_orm.eventing.inbox),
+            notify,
         ]
-    return [(platform.booking.uows.sessions, booking_orm.eventing.inbox)]
+    return [(platform.booking.uows.sessions, booking_orm.eventing.inbox), notify]
 
 
 async def _rows_at(platform: Platform, sent: Sent) -> list[Any]:
@@ -198,6 +202,6 @@ async def test_bad_records_are_parked_once_and_the_valid_events_around_them_appl
                 assert row.state == "failed" and row.last_error, row
             else:
                 assert (row.state, row.event_id) == ("processed", record.valid_event_id), row
-    for app in (platform.booking, platform.payment, platform.access):
+    for app in (platform.booking, platform.payment, platform.access, platform.notify):
         assert not app.runtime.supervisor.down
         assert await _serving(app.grpc_port)

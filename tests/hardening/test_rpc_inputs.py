@@ -154,6 +154,7 @@ def _booking_calls(draw: st.DrawFn, world: BookingWorld) -> Calls:
                 slot_id=draw(slot),
                 party_size=draw(int32s(1, 4)),
                 payment_mode=draw(text_or_hostile("card", "pass", "CARD")),
+                contact=bev.Contact(email=draw(_email), locale=draw(_locale)),
             ),
         ),
         ("GetBooking", bpb.GetBookingRequest(org_id=draw(org), booking_id=draw(booked))),
@@ -200,6 +201,10 @@ def _booking_calls(draw: st.DrawFn, world: BookingWorld) -> Calls:
     ]
 
 
+_email = text_or_hostile("", "anna@example.test", "a@b\r\nBcc: x@example.test", "@", "a@b")
+_locale = text_or_hostile("", "cs", "en", "de", "EN")
+
+
 @FUZZ
 @given(data=st.data())
 async def test_every_booking_rpc_answers_hostile_input_deliberately(
@@ -236,6 +241,32 @@ async def test_the_operators_hostile_booking_calls_are_refused_naming_the_field(
             "ListSlots",
             bpb.ListSlotsRequest(space_id=f"urn:uuid:{booking_world.space_id}"),
             "space_id",
+        ),
+        (
+            "Checkout",
+            bpb.CheckoutRequest(
+                org_id=booking_world.org_id,
+                user="ann",
+                idempotency_key="k",
+                slot_id=slot_id,
+                party_size=1,
+                payment_mode="card",
+                contact=bev.Contact(email="anna@example.test\r\nBcc: eve@example.test"),
+            ),
+            "contact.email",
+        ),
+        (
+            "Checkout",
+            bpb.CheckoutRequest(
+                org_id=booking_world.org_id,
+                user="ann",
+                idempotency_key="k",
+                slot_id=slot_id,
+                party_size=1,
+                payment_mode="card",
+                contact=bev.Contact(email="anna@example.test", locale="de"),
+            ),
+            "contact.locale",
         ),
         (
             "GetBooking",
@@ -413,6 +444,7 @@ def _payment_calls(draw: st.DrawFn, world: PaymentWorld) -> Calls:
                 idempotency_key=draw(text_or_hostile("k1", "k2")),
                 plan_code=draw(code),
                 plan_version=draw(int32s(1)),
+                contact=pev.Contact(email=draw(_email), locale=draw(_locale)),
             ),
         ),
         (

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from servicekit import validation
+from servicekit.commands import identifier
 from servicekit.refusals import invalid_fields_refused
 
 
@@ -16,19 +17,6 @@ class Purpose(StrEnum):
 
 FINDING_STATES = ("repaired", "open", "cleared")
 INCIDENT_STATES = ("open", "resolved")
-
-
-def identifier(field: str, value: str) -> str:
-    with invalid_fields_refused():
-        return validation.canonical_uuid(field, value)
-
-
-def state_filter(value: str, known: tuple[str, ...]) -> str:
-    """A known state, or empty for every state."""
-    if not value:
-        return value
-    with invalid_fields_refused():
-        return validation.one_of("state", value, known)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from liftfit.access.v1 import access_pb2 as pb
 from liftfit.access.v1 import access_pb2_grpc
 
 from servicekit import protobuf
+from servicekit.commands import identifier, state_filter
 from servicekit.protobuf import timestamp
 from services.access.adapters.repository import StoredFinding
 from services.access.domain.commands import (
@@ -22,8 +23,6 @@ from services.access.domain.commands import (
     INCIDENT_STATES,
     AccessQuery,
     DisclosePin,
-    identifier,
-    state_filter,
 )
 from services.access.service_layer import handlers
 from services.access.service_layer.handlers import AccessView, GrantView

@@ -99,6 +99,9 @@ bookings = Table(
     Column("hold_expires_at", DateTime(timezone=True)),
     Column("trace_id", Text, nullable=False, server_default=""),
     Column("moves", Integer, nullable=False, server_default=text("0")),
+    # The contact snapshot: no address (no mail) and cs for bookings made before it existed.
+    Column("contact_email", Text, nullable=False, server_default=""),
+    Column("contact_locale", Text, nullable=False, server_default="cs"),
     now_column("created_at"),
     now_column("updated_at"),
     CheckConstraint("party_size BETWEEN 1 AND 4", name="bookings_party_size_range"),

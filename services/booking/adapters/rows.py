@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from servicekit import validation
+from servicekit.contacts import Contact
 from servicekit.rows import record
 from services.booking.domain.model import (
     Booking,
@@ -62,6 +63,7 @@ def booking_of(row: Any) -> Booking:
         payment_mode=PaymentMode(row.payment_mode),
         price=Money(row.price_amount, row.currency),
         state=BookingState(row.state),
+        contact=Contact(row.contact_email, row.contact_locale),
     )
 
 
@@ -96,4 +98,6 @@ def new_booking_values(booking: Booking) -> dict[str, Any]:
         "terms_version": booking.terms_version,
         "trace_id": booking.trace_id,
         "created_at": booking.created_at,
+        "contact_email": booking.contact.email,
+        "contact_locale": booking.contact.locale,
     }

@@ -12,6 +12,7 @@ from datetime import timedelta
 
 from servicekit import validation
 from servicekit.commands import IdempotentCommand
+from servicekit.contacts import NO_CONTACT, Contact
 from servicekit.idempotency import fingerprint
 from servicekit.refusals import invalid_fields_refused
 from services.booking.domain.model import Money, PaymentMode, TimeRange
@@ -41,14 +42,23 @@ class Checkout(IdempotentCommand):
     slot_id: str
     party_size: int
     payment_mode: PaymentMode
+    # Not in the fingerprint: where the mails go does not make it another checkout.
+    contact: Contact = NO_CONTACT
 
     @classmethod
     def of(
-        cls, org_id: str, user: str, key: str, slot_id: str, party_size: int, payment_mode: str
+        cls,
+        org_id: str,
+        user: str,
+        key: str,
+        slot_id: str,
+        party_size: int,
+        payment_mode: str,
+        contact: Contact = NO_CONTACT,
     ) -> Checkout:
         with invalid_fields_refused():
             validation.one_of("payment_mode", payment_mode, PaymentMode.__members__.values())
-        return cls(org_id, user, key, slot_id, party_size, PaymentMode(payment_mode))
+        return cls(org_id, user, key, slot_id, party_size, PaymentMode(payment_mode), contact)
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 
+from servicekit.contacts import NO_CONTACT, Contact
 from servicekit.refusals import InvalidRequest
 from services.booking.domain.errors import (
     BookingNotCancellable,
@@ -167,6 +168,7 @@ class Booking:
     trace_id: str = ""
     paid: bool = False  # money was taken for it by card: cancelling it means a refund
     moves: int = 0  # times rescheduled; numbers its BookingRescheduled events
+    contact: Contact = NO_CONTACT  # who gets its mails, copied at checkout
     created_at: datetime | None = None  # set by the repository when stored
     updated_at: datetime | None = None
 

@@ -13,6 +13,7 @@ import grpc
 from liftfit.booking.v1 import booking_pb2 as pb
 from liftfit.booking.v1 import booking_pb2_grpc
 
+from servicekit.contacts import Contact
 from services.booking.domain.commands import (
     CancelBooking,
     Checkout,
@@ -39,6 +40,7 @@ class BookingServicer(booking_pb2_grpc.BookingServiceServicer):
             request.slot_id,
             request.party_size,
             request.payment_mode,
+            Contact.checked(request.contact),
         )
         async with self._uows.transaction() as uow:
             return pbx.reply(await handlers.checkout(uow, command))

@@ -9,7 +9,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from liftfit.booking.v1 import booking_pb2 as pb
 from liftfit.booking.v1 import events_pb2 as ev
 
-from servicekit import validation
+from servicekit import contacts, validation
 from servicekit.protobuf import timestamp
 from servicekit.refusals import InvalidRequest, invalid_fields_refused
 from services.booking.adapters.passes import LedgerLine
@@ -94,6 +94,7 @@ def booking_message(booking: Booking) -> pb.Booking:
         window=window(booking.window),
         terms_version=booking.terms_version,
         trace_id=booking.trace_id,
+        contact=contacts.message(ev.Contact, booking.contact),
     )
     for field, at in (
         ("created_at", booking.created_at),

@@ -61,6 +61,7 @@ def _open_booking(uow: UnitOfWork, command: Checkout, slot: Slot, booking_id: st
         state=BookingState.PENDING if by_card else BookingState.CONFIRMED,
         hold_expires_at=datetime.now(UTC) + hold if by_card else None,
         trace_id=tracing.current_trace_id(),
+        contact=command.contact,
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from liftfit.booking.v1 import events_pb2 as ev
 
-from servicekit import protobuf
+from servicekit import contacts, protobuf
 from servicekit.protobuf import timestamp
 from services.booking.domain.model import Booking, Money, TimeRange
 
@@ -25,6 +25,10 @@ def _whose(booking: Booking) -> dict[str, str]:
     return {"booking_id": booking.booking_id, "org_id": booking.org_id, "user": booking.user}
 
 
+def contact(booking: Booking) -> ev.Contact:
+    return contacts.message(ev.Contact, booking.contact)
+
+
 def payment_requested(booking: Booking) -> ev.PaymentRequested:
     assert booking.hold_expires_at is not None, "a card checkout always has a hold"
     return ev.PaymentRequested(
@@ -32,6 +36,7 @@ def payment_requested(booking: Booking) -> ev.PaymentRequested:
         price=money(booking.price),
         slot_id=booking.slot_id,
         hold_expires_at=timestamp(booking.hold_expires_at),
+        contact=contact(booking),
     )
 
 
@@ -43,6 +48,8 @@ def booking_confirmed(booking: Booking) -> ev.BookingConfirmed:
         payment_mode=booking.payment_mode.value,
         payment_id=booking.payment_id or "",
         space_id=booking.space_id,
+        contact=contact(booking),
+        price=money(booking.price),
     )
 
 
@@ -62,6 +69,9 @@ def booking_cancelled(booking: Booking, refund_due: bool) -> ev.BookingCancelled
         payment_id=booking.payment_id or "",
         refund_due=refund_due,
         window=window(booking.window),
+        contact=contact(booking),
+        space_id=booking.space_id,
+        org_id=booking.org_id,
     )
 
 
@@ -76,6 +86,7 @@ def booking_rescheduled(
         new_window=window(booking.window),
         new_space_id=booking.space_id,
         move=booking.moves,
+        contact=contact(booking),
     )
 
 

@@ -84,6 +84,9 @@ def _payments(metadata: sa.MetaData) -> sa.Table:
         sa.Column("checkout_url", sa.Text),
         sa.Column("hold_expires_at", sa.DateTime(timezone=True)),
         sa.Column("reconciled_at", sa.DateTime(timezone=True)),
+        # The contact snapshot: no address (no mail) and cs for payments made before it.
+        sa.Column("contact_email", sa.Text, nullable=False, server_default=""),
+        sa.Column("contact_locale", sa.Text, nullable=False, server_default="cs"),
         now_column("created_at"),
         now_column("updated_at"),
         sa.CheckConstraint("(booking_id IS NULL) <> (order_id IS NULL)", name="payments_one_owner"),

@@ -11,6 +11,7 @@ from sqlalchemy import and_, func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from servicekit.contacts import Contact
 from servicekit.rows import columns, record
 from services.payment.adapters.orm import Tables
 from services.payment.domain.money import Money
@@ -19,7 +20,12 @@ from services.payment.domain.payment import Payment
 
 
 def payment_of(row: Any) -> Payment:
-    return record(Payment, row, amount=Money(row.amount, row.currency))
+    return record(
+        Payment,
+        row,
+        amount=Money(row.amount, row.currency),
+        contact=Contact(row.contact_email, row.contact_locale),
+    )
 
 
 def payment_values(payment: Payment) -> dict[str, Any]:
@@ -29,6 +35,8 @@ def payment_values(payment: Payment) -> dict[str, Any]:
         *("payment_id", "org_id", "booking_id", "order_id", "state", "attempt"),
         amount=payment.amount.amount,
         currency=payment.amount.currency,
+        contact_email=payment.contact.email,
+        contact_locale=payment.contact.locale,
     )
 
 

@@ -15,6 +15,7 @@ from typing import Final
 
 from servicekit import validation
 from servicekit.commands import IdempotentCommand
+from servicekit.contacts import NO_CONTACT, Contact
 from servicekit.idempotency import fingerprint
 from servicekit.refusals import (
     InvalidIdempotencyKey,
@@ -78,6 +79,8 @@ class CreateOrder(IdempotentCommand):
 
     plan_code: str
     plan_version: int
+    # Not in the fingerprint: where the mails go does not make it another order.
+    contact: Contact = NO_CONTACT
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -6,6 +6,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
+from servicekit.contacts import NO_CONTACT, Contact
 from services.payment.domain.money import Money
 
 
@@ -22,6 +23,7 @@ class Payment:
     checkout_url: str | None = None
     created_at: datetime | None = None  # set by the repository when read back
     updated_at: datetime | None = None
+    contact: Contact = NO_CONTACT  # who gets its mails, copied when it was created
 
     @property
     def provider_key(self) -> str:

@@ -9,6 +9,7 @@ import grpc
 from liftfit.payment.v1 import payment_pb2, payment_pb2_grpc
 
 from servicekit import protobuf
+from servicekit.contacts import Contact
 from servicekit.protobuf import timestamp
 from services.payment.domain.money import Money
 from services.payment.domain.orders import CreateOrder, Plan
@@ -79,6 +80,7 @@ class PaymentServicer(payment_pb2_grpc.PaymentServiceServicer):
             idempotency_key=request.idempotency_key,
             plan_code=request.plan_code,
             plan_version=request.plan_version,
+            contact=Contact.checked(request.contact),
         )
         view = await handlers.create_order(self._deps, command)
         return payment_pb2.OrderReply(order=order_message(view), replayed=view.replayed)

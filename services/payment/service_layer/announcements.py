@@ -5,7 +5,7 @@ from __future__ import annotations
 from google.protobuf.message import Message
 from liftfit.payment.v1 import events_pb2
 
-from servicekit import protobuf
+from servicekit import contacts, protobuf
 from services.payment.domain import payment_states as states
 from services.payment.domain.money import Money
 from services.payment.domain.orders import PASS, Order
@@ -14,6 +14,10 @@ from services.payment.domain.payment import Payment
 
 def money(value: Money) -> events_pb2.Money:
     return protobuf.money(events_pb2.Money, value)
+
+
+def _contact(payment: Payment) -> events_pb2.Contact:
+    return contacts.message(events_pb2.Contact, payment.contact)
 
 
 def _ids(payment: Payment) -> dict[str, str]:
@@ -32,7 +36,9 @@ def for_transition(payment: Payment) -> Message | None:
     """The event that announces the payment's new state, if the state is announced."""
     state = payment.state
     if state == states.PAID:
-        return events_pb2.PaymentSucceeded(**_ids(payment), amount=money(payment.amount))
+        return events_pb2.PaymentSucceeded(
+            **_ids(payment), amount=money(payment.amount), contact=_contact(payment)
+        )
     if state in (states.FAILED, states.EXPIRED, states.CANCELLED):
         return events_pb2.PaymentFailed(**_ids(payment), state=state)
     if state == states.REFUND_PENDING:
@@ -43,7 +49,11 @@ def for_transition(payment: Payment) -> Message | None:
         )
     if state in (states.REFUNDED, states.REFUND_FAILED):
         return events_pb2.PaymentRefunded(
-            payment_id=str(payment.payment_id), booking_id=payment.booking_id or "", state=state
+            payment_id=str(payment.payment_id),
+            booking_id=payment.booking_id or "",
+            state=state,
+            contact=_contact(payment),
+            amount=money(payment.amount),
         )
     return None
 

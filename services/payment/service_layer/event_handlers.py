@@ -7,6 +7,7 @@ from datetime import UTC
 
 from liftfit.booking.v1 import events_pb2 as booking
 
+from servicekit.contacts import Contact
 from services.payment.domain import payment_states as states
 from services.payment.domain.money import Money
 from services.payment.domain.payment import Payment
@@ -23,6 +24,7 @@ async def open_booking_payment(uow: UnitOfWork, event: booking.PaymentRequested)
         amount=Money(event.price.amount, event.price.currency),
         org_id=event.org_id,
         booking_id=event.booking_id,
+        contact=Contact.of(event.contact),
     )
     hold = (
         event.hold_expires_at.ToDatetime(tzinfo=UTC) if event.HasField("hold_expires_at") else None

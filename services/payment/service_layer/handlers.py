@@ -7,6 +7,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
+from servicekit.contacts import Contact
 from servicekit.idempotency import Claim
 from servicekit.incidents import Incident
 from servicekit.refusals import IdempotencyConflict, NotFound
@@ -61,7 +62,7 @@ async def create_order(deps: PaymentDeps, command: CreateOrder) -> OrderView:
         if not claim.is_new:
             return await _replay(uow, claim, fingerprint)
         order = await _new_order(uow, command, order_id)
-        payment = await _open_order_payment(uow, order)
+        payment = await _open_order_payment(uow, order, command.contact)
         return OrderView(order, await uow.payments.get(payment.payment_id))
 
 
@@ -108,13 +109,14 @@ async def _new_order(uow: UnitOfWork, command: CreateOrder, order_id: uuid.UUID)
     return order
 
 
-async def _open_order_payment(uow: UnitOfWork, order: Order) -> Payment:
+async def _open_order_payment(uow: UnitOfWork, order: Order, contact: Contact) -> Payment:
     payment = Payment(
         payment_id=uuid.uuid4(),
         state=states.PENDING,
         amount=order.price,
         org_id=order.org_id,
         order_id=order.order_id,
+        contact=contact,
     )
     await uow.payments.add(payment)
     await jobs.schedule_creation(uow, payment.payment_id, payment.attempt)

@@ -1,7 +1,7 @@
 """bookings count their moves
 
 Revision ID: b583dbef98ef
-Revises: d81f0f691728
+Revises: 5dcdf7969045
 Create Date: 2026-11-30 23:10:16.483239
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "b583dbef98ef"
-down_revision: str | None = "d81f0f691728"
+down_revision: str | None = "5dcdf7969045"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,1 @@
+"""Tables, repositories, the mail server, the access service client and the templates."""

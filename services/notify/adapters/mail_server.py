@@ -1,0 +1,98 @@
+"""The mail server port and its SMTP adapter (aiosmtplib).
+
+One try is one SMTP session, and its result says what is known afterwards:
+
+- nothing reached the server (no connection, a greeting that never came, a session that
+  broke before DATA), or it answered 4xx: `REFUSED_FOR_NOW`, safe to try again;
+- it answered 5xx: `REFUSED`, it will never take this mail;
+- the data went out and the final reply never came (a time-out, a dropped connection):
+  `UNKNOWN`. The server may have taken the mail, so the caller must not send it again.
+
+The result names the server's reply or the error, never the mail's content.
+"""
+
+from __future__ import annotations
+
+import abc
+from email.message import EmailMessage
+from email.policy import SMTP as SMTP_POLICY
+from email.utils import formatdate
+
+import aiosmtplib
+
+from services.notify.domain.model import Mail, Outcome, SendResult
+
+LOCAL_HOSTNAME = "notify.liftfit.local"  # named, so no try waits on a lookup of our own name
+
+
+class MailServer(abc.ABC):
+    @abc.abstractmethod
+    async def send(self, mail: Mail) -> SendResult:
+        """One try at delivering `mail`; never raises for what the server does."""
+
+
+def mime_bytes(mail: Mail, sender: str) -> bytes:
+    """The mail as the server receives it: text and HTML alternatives, UTF-8."""
+    message = EmailMessage()
+    message["From"] = sender
+    message["To"] = mail.recipient
+    message["Subject"] = mail.subject
+    message["Message-ID"] = mail.message_id
+    message["Date"] = formatdate(usegmt=True)
+    for name, value in mail.headers.items():
+        message[name] = value
+    message.set_content(mail.text)
+    message.add_alternative(mail.html, subtype="html")
+    return message.as_bytes(policy=SMTP_POLICY)
+
+
+class SmtpMailServer(MailServer):
+    def __init__(self, host: str, port: int, sender: str, timeout_s: float) -> None:
+        self._host = host
+        self._port = port
+        self._sender = sender
+        self._timeout_s = timeout_s
+
+    async def send(self, mail: Mail) -> SendResult:
+        client = aiosmtplib.SMTP(
+            hostname=self._host,
+            port=self._port,
+            timeout=self._timeout_s,
+            local_hostname=LOCAL_HOSTNAME,
+            start_tls=False,
+        )
+        data = mime_bytes(mail, self._sender)
+        try:
+            await client.connect()
+            await client.mail(self._sender)
+            await client.rcpt(mail.recipient)
+        except aiosmtplib.SMTPResponseException as refused:
+            client.close()
+            return _refusal(refused)
+        except (aiosmtplib.SMTPException, OSError, TimeoutError) as error:
+            client.close()
+            return SendResult(Outcome.REFUSED_FOR_NOW, f"before the data: {_name(error)}")
+        try:
+            reply = await client.data(data)
+        except aiosmtplib.SMTPResponseException as refused:
+            client.close()
+            return _refusal(refused)
+        except (aiosmtplib.SMTPException, OSError, TimeoutError) as error:
+            client.close()
+            return SendResult(Outcome.UNKNOWN, f"after the data: {_name(error)}")
+        try:
+            await client.quit()
+        except (aiosmtplib.SMTPException, OSError, TimeoutError):
+            client.close()  # the mail was taken; a failed goodbye changes nothing
+        return SendResult(Outcome.SENT, f"{reply.code} {reply.message}"[:500])
+
+
+def _refusal(refused: aiosmtplib.SMTPResponseException) -> SendResult:
+    detail = f"{refused.code} {refused.message}"[:500]
+    if 400 <= refused.code < 500:
+        return SendResult(Outcome.REFUSED_FOR_NOW, detail)
+    return SendResult(Outcome.REFUSED, detail)
+
+
+def _name(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"[:500]

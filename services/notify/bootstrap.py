@@ -1,0 +1,110 @@
+"""The one place that builds the notify service's engine, Kafka clients, mail server
+client, access client and workers. Nothing connects here: `NotifyApp.start()` does."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+from liftfit.notify.v1 import notify_pb2
+
+from servicekit import db
+from servicekit.inbox import Inbox
+from servicekit.recurring import Recurring
+from servicekit.retry import RetryPolicy
+from servicekit.runtime import ServiceRuntime
+from servicekit.timers import TimerRunner
+from servicekit.wiring import Consumes, TimerWork, effects_of, eventing
+from services.notify.adapters import orm
+from services.notify.adapters.access_pins import AccessPins, GrpcAccessPins
+from services.notify.adapters.mail_server import MailServer, SmtpMailServer
+from services.notify.adapters.mail_templates import MailTemplates
+from services.notify.entrypoints.consumer import event_handlers
+from services.notify.entrypoints.grpc_api import NotifyServicer, registration
+from services.notify.service_layer import jobs
+from services.notify.service_layer.dependencies import NotifyDeps
+from services.notify.service_layer.jobs import JobPolicy
+from services.notify.service_layer.sending import send_delivery
+from services.notify.service_layer.unit_of_work import Policy, unit_of_work_factory
+from services.notify.settings import Settings
+
+SERVICE = "notify"
+ERROR_DOMAIN = "liftfit.notify"  # the ErrorInfo domain of this service's refusals
+SERVICE_NAME = notify_pb2.DESCRIPTOR.services_by_name["NotifyService"].full_name
+CONSUMED = ("booking.events", "payment.events", "access.events")
+
+
+@dataclass
+class NotifyApp:
+    settings: Settings
+    runtime: ServiceRuntime
+    deps: NotifyDeps
+    inbox: Inbox
+    timer_runner: TimerRunner
+    recurring: Recurring
+
+    @property
+    def grpc_port(self) -> int:
+        return self.runtime.grpc_port
+
+    async def start(self) -> None:
+        await self.runtime.start()
+
+    async def stop(self) -> None:
+        await self.runtime.stop()
+        await self.deps.pins.aclose()
+
+    async def serve_until_stopped(self) -> None:
+        try:
+            await self.runtime.serve_until_stopped()
+        finally:
+            await self.deps.pins.aclose()
+
+
+def bootstrap(
+    settings: Settings, mail_server: MailServer | None = None, pins: AccessPins | None = None
+) -> NotifyApp:
+    """Wires the service; a test may put another mail server or access service behind it."""
+    engine = db.make_engine(settings.database_url)
+    sessions = db.make_session_factory(engine)
+    effects = effects_of(SERVICE, orm.eventing, settings.topic("notify.events"))
+    policy = Policy(settings.default_timezone, dict(settings.space_timezones))
+    uows = unit_of_work_factory(sessions, effects, policy)
+    deps = NotifyDeps(
+        uows,
+        mail_server
+        or SmtpMailServer(
+            settings.smtp_host, settings.smtp_port, settings.mail_from, settings.smtp_timeout_s
+        ),
+        pins or GrpcAccessPins(settings.access_address, settings.access_timeout_s),
+        MailTemplates(),
+        JobPolicy(
+            RetryPolicy(
+                settings.send_max_tries, settings.send_retry_base_s, settings.send_retry_max_s
+            )
+        ),
+    )
+    reads = Consumes(
+        group=settings.topic(SERVICE),
+        topics=[settings.topic(name) for name in CONSUMED],
+        handlers=event_handlers(uows),
+    )
+    timers = TimerWork(
+        outbound={jobs.SEND: partial(send_delivery, deps)},
+        # A send that raises instead of answering is bounded like one the server refuses.
+        policy=deps.policy.retries,
+        # A send reads a PIN and talks SMTP, each bounded by its time-out.
+        lease_s=max(30.0, 4 * (settings.smtp_timeout_s + settings.access_timeout_s)),
+    )
+    parts = eventing(SERVICE, settings.kafka_bootstrap, sessions, orm.eventing, reads, timers)
+    runtime = ServiceRuntime(
+        name=SERVICE,
+        engine=engine,
+        grpc_address=settings.grpc_address,
+        registrations=[registration(NotifyServicer(uows))],
+        service_names=[SERVICE_NAME],
+        producer=parts.producer,
+        error_domain=ERROR_DOMAIN,
+        workers=parts.workers(),
+    )
+    return NotifyApp(settings, runtime, deps, parts.inbox, parts.timer_runner, parts.recurring)

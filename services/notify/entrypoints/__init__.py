@@ -1,0 +1,1 @@
+"""Entry points: the gRPC API, the event consumer and the process's main."""

@@ -1,0 +1,1 @@
+"""Handlers, the send job and the unit of work."""
