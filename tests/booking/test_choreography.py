@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+from typing import TypeVar
+
 from aiokafka import AIOKafkaConsumer
+from google.protobuf.message import Message
 from liftfit.booking.v1 import events_pb2 as ev
 from liftfit.payment.v1 import events_pb2 as pay
 
 from servicekit import envelope
 from tests.booking.harness import BookingHarness, eventually, new_id
+
+M = TypeVar("M", bound=Message)
 
 
 async def test_a_card_checkout_asks_the_payment_service_for_a_payment_on_the_topic(
@@ -22,14 +28,21 @@ async def test_a_card_checkout_asks_the_payment_service_for_a_payment_on_the_top
     )
     await consumer.start()
     try:
-        record = await consumer.getone()
+        event = await asyncio.wait_for(_first(consumer, ev.PaymentRequested), 30)
     finally:
         await consumer.stop()
-    event = envelope.unpack(envelope.parse(record.value or b""))
-    assert isinstance(event, ev.PaymentRequested)
     assert event.booking_id == reply.booking.booking_id
     assert (event.price.amount, event.price.currency) == (45000, "CZK")
     assert event.hold_expires_at.ToDatetime() > event.hold_expires_at.ToDatetime().min
+
+
+async def _first(consumer: AIOKafkaConsumer, kind: type[M]) -> M:
+    """The first event of this kind on the topic (the space's SpaceCreated comes before)."""
+    while True:
+        record = await consumer.getone()
+        event = envelope.unpack(envelope.parse(record.value or b""))
+        if isinstance(event, kind):
+            return event
 
 
 async def test_a_payment_for_a_held_booking_confirms_it_and_books_the_slot(

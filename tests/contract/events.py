@@ -144,6 +144,11 @@ CONSUMERS: dict[str, dict[str, tuple[Reads, ...]]] = {
             Reads("window.valid_to", TIMESTAMP, "when the cancelled slot ended"),
             Reads("refund_due", "bool", "the mail says money comes back", False),
         ),
+        B + "SpaceCreated": (
+            Reads("space_id", "string", "the studio, as the bookings' space_id names it"),
+            Reads("name", "string", "the studio's name"),
+            Reads("timezone", "string", "the IANA zone a mail tells the studio's times in"),
+        ),
         P + "PaymentSucceeded": (
             Reads("order_id", "string", "the order paid; empty for a booking (no mail)", False),
             Reads("amount.amount", "int64", "what was paid, shown in the order mail"),

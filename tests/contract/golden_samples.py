@@ -201,6 +201,12 @@ SAMPLES: tuple[Sample, ...] = (
         access.AccessActivated(booking_id=BOOKING_CONFIRMED, grant_id=GRANT_ACTIVATED),
         _id(113),
     ),
+    Sample(
+        "booking.events",
+        SPACE,
+        booking.SpaceCreated(space_id=SPACE, name="Studio Karlín", timezone="America/New_York"),
+        _id(114),
+    ),
 )
 
 

@@ -185,9 +185,11 @@ async def test_notify_applies_the_golden_events(make_notify: Any) -> None:
         access.AccessActivated,
         payment_events.PaymentSucceeded,
         payment_events.PaymentRefunded,
+        booking_events.SpaceCreated,
     ):
         assert await _apply(inbox, prefix, kind) == "processed", kind
     async with notify.app.deps.uows.transaction() as uow:
+        assert await uow.timezone_of(golden.SPACE) == "America/New_York"
         assert await uow.deliveries.of_subject(golden.BOOKING_CONFIRMED) == []
         [refund] = await uow.deliveries.of_subject(golden.BOOKING_REFUNDED)
         assert await uow.access_mails.grants_of(golden.BOOKING_CONFIRMED) == [

@@ -9,10 +9,12 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
+from liftfit.booking.v1 import events_pb2 as bev
 
+from servicekit.records import Delivery
 from services.notify.adapters.mail_templates import MailTemplates, RenderError
 from services.notify.domain.model import Template
-from tests.notify.harness import NotifyHarness, a_booking, confirmed
+from tests.notify.harness import NotifyHarness, a_booking, confirmed, new_id
 from tests.support.waiting import eventually
 
 NBSP, NNBSP = "\u00a0", "\u202f"
@@ -103,6 +105,35 @@ async def test_a_studio_in_another_time_zone_gets_its_own_times(make_notify: Any
     starts = booking.starts_at.astimezone(ZoneInfo("America/New_York"))
     shown = f"{starts.hour % 12 or 12}:00{NNBSP}{'AM' if starts.hour < 12 else 'PM'}"
     assert shown in mail["text"] and "America/New_York" in mail["text"]
+
+
+async def test_a_studio_booking_announced_gets_its_own_times_over_the_configured_zone(
+    make_notify: Any,
+) -> None:
+    booking = a_booking("en")
+    notify: NotifyHarness = await make_notify(
+        space_timezones={booking.space_id: "America/New_York"}
+    )
+    studio = bev.SpaceCreated(space_id=booking.space_id, name="Shibuya", timezone="Asia/Tokyo")
+    await notify.publish("booking.events", booking.space_id, studio)
+    await eventually(notify.all_consumed, 15)
+    await notify.publish("booking.events", booking.booking_id, confirmed(booking))
+    [delivery] = await eventually(lambda: _sent(notify, booking.booking_id), 15)
+    [mail] = await notify.mails(delivery)
+    starts = booking.starts_at.astimezone(ZoneInfo("Asia/Tokyo"))
+    shown = f"{starts.hour % 12 or 12}:00{NNBSP}{'AM' if starts.hour < 12 else 'PM'}"
+    assert shown in mail["text"] and "Asia/Tokyo" in mail["text"]
+
+
+async def test_a_studio_with_a_zone_the_tz_database_does_not_know_is_parked(
+    make_notify: Any,
+) -> None:
+    notify: NotifyHarness = await make_notify(start=False)
+    studio = bev.SpaceCreated(space_id=new_id(), name="Nowhere", timezone="Mars/Olympus")
+    record = notify.record("booking.events", studio.space_id, studio)
+    topic = notify.app.settings.topic("booking.events")
+    delivery = Delivery(topic, 0, 1, record, key=studio.space_id.encode())
+    assert await notify.app.inbox.deliver(delivery) == "parked"
 
 
 async def _sent(notify: NotifyHarness, booking_id: str) -> list[str] | None:

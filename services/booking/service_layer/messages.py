@@ -7,7 +7,7 @@ from liftfit.booking.v1 import events_pb2 as ev
 
 from servicekit import contacts, protobuf
 from servicekit.protobuf import timestamp
-from services.booking.domain.model import Booking, Money, TimeRange
+from services.booking.domain.model import Booking, Money, Space, TimeRange
 
 
 def money(price: Money) -> ev.Money:
@@ -38,6 +38,10 @@ def payment_requested(booking: Booking) -> ev.PaymentRequested:
         hold_expires_at=timestamp(booking.hold_expires_at),
         contact=contact(booking),
     )
+
+
+def space_created(space: Space) -> ev.SpaceCreated:
+    return ev.SpaceCreated(space_id=space.space_id, name=space.name, timezone=space.timezone)
 
 
 def booking_confirmed(booking: Booking) -> ev.BookingConfirmed:

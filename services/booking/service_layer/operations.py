@@ -8,12 +8,14 @@ from collections.abc import Sequence
 from servicekit.refusals import InvalidRequest
 from services.booking.domain.commands import CreateSpace, NewSlot
 from services.booking.domain.model import Money, Slot, Space
+from services.booking.service_layer import messages
 from services.booking.service_layer.unit_of_work import UnitOfWork
 
 
 async def create_space(uow: UnitOfWork, command: CreateSpace) -> Space:
     space = Space(str(uuid.uuid4()), command.name, command.timezone)
     await uow.spaces.add(space)
+    await uow.publish(space.space_id, messages.space_created(space))
     return space
 
 

@@ -68,6 +68,17 @@ booking_contacts = Table(
     now_column("updated_at"),
 )
 
+# The studios as booking announced them (SpaceCreated): a mail tells a booking's times in
+# its studio's time zone.
+studios = Table(
+    "studios",
+    metadata,
+    Column("space_id", UUID(as_uuid=False), primary_key=True),
+    Column("name", Text, nullable=False),
+    Column("timezone", Text, nullable=False),
+    now_column("updated_at"),
+)
+
 # The grants whose credential exists (AccessActivated): each gets one access mail.
 active_grants = Table(
     "active_grants",

@@ -152,3 +152,27 @@ class AccessMailRepository:
         t = orm.active_grants.c
         query = select(t.grant_id).where(t.booking_id == booking_id).order_by(t.activated_at)
         return [str(row.grant_id) for row in await self._session.execute(query)]
+
+
+class StudioRepository:
+    """The studios booking announced, for the time zone a mail tells a booking's times in."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def remember(self, space_id: str, name: str, timezone: str) -> None:
+        values = {"space_id": space_id, "name": name, "timezone": timezone}
+        statement = insert(orm.studios).values(values)
+        statement = statement.on_conflict_do_update(
+            index_elements=["space_id"],
+            set_={"name": name, "timezone": timezone, "updated_at": func.now()},
+        )
+        await self._session.execute(statement)
+
+    async def timezone_of(self, space_id: str) -> str | None:
+        if not space_id:
+            return None
+        t = orm.studios.c
+        query = select(t.timezone).where(t.space_id == space_id)
+        found: str | None = (await self._session.execute(query)).scalar_one_or_none()
+        return found

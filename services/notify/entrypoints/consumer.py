@@ -100,6 +100,15 @@ async def _cancelled(uow: UnitOfWork, event: booking.BookingCancelled) -> None:
     )
 
 
+async def _space_created(uow: UnitOfWork, event: booking.SpaceCreated) -> None:
+    try:
+        name = validation.text("name", event.name)
+        zone = validation.time_zone("timezone", event.timezone)
+    except validation.InvalidField as bad:
+        raise UnusableEvent(f"{bad.field} {bad.problem}") from None
+    await uow.studios.remember(_id("space_id", event.space_id), name, zone)
+
+
 async def _activated(uow: UnitOfWork, event: access.AccessActivated) -> None:
     grant_id = event.grant_id
     try:
@@ -139,6 +148,7 @@ def event_handlers(uows: UnitOfWorkFactory) -> dict[str, EventHandler]:
             booking.BookingConfirmed: _confirmed,
             booking.BookingRescheduled: _rescheduled,
             booking.BookingCancelled: _cancelled,
+            booking.SpaceCreated: _space_created,
             access.AccessActivated: _activated,
             payment.PaymentSucceeded: _paid,
             payment.PaymentRefunded: _refunded,

@@ -64,18 +64,18 @@ async def plan(
         await jobs.schedule_send(uow, delivery.delivery_key)
 
 
-def _slot_context(uow: UnitOfWork, booking_id: str, slot: Slot) -> dict[str, Any]:
+async def _slot_context(uow: UnitOfWork, booking_id: str, slot: Slot) -> dict[str, Any]:
     return {
         "booking_id": booking_id,
         "starts_at": slot.starts_at.isoformat(),
         "ends_at": slot.ends_at.isoformat(),
-        "timezone": uow.policy.timezone_of(slot.space_id),
+        "timezone": await uow.timezone_of(slot.space_id),
     }
 
 
 async def booking_confirmed(uow: UnitOfWork, who: BookingContact, slot: Slot, price: Price) -> None:
     context = {
-        **_slot_context(uow, who.booking_id, slot),
+        **await _slot_context(uow, who.booking_id, slot),
         "amount": price.amount,
         "currency": price.currency,
     }
@@ -108,7 +108,7 @@ async def contact_known(uow: UnitOfWork, who: BookingContact) -> None:
 async def booking_cancelled(
     uow: UnitOfWork, who: BookingContact, slot: Slot, refund_due: bool
 ) -> None:
-    context = {**_slot_context(uow, who.booking_id, slot), "refund_due": refund_due}
+    context = {**await _slot_context(uow, who.booking_id, slot), "refund_due": refund_due}
     await plan(
         uow,
         f"booking:{who.booking_id}",
@@ -134,7 +134,7 @@ async def access_mails(uow: UnitOfWork, booking_id: str) -> None:
         context = {
             "booking_id": booking_id,
             "grant_id": grant_id,
-            "timezone": uow.policy.timezone_of(who.space_id),
+            "timezone": await uow.timezone_of(who.space_id),
         }
         await plan(
             uow,
