@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 from psycopg.rows import namedtuple_row
@@ -28,23 +28,40 @@ Params = Mapping[str, Any]
 
 __all__ = [
     "Jsonb",
+    "Queued",
+    "commit_in_pipeline",
     "constraint_of",
     "execute",
     "fetch_all",
     "fetch_one",
     "insert_sql",
     "pipeline",
+    "queue",
     "select_sql",
     "update_sql",
 ]
 
 
+_DRIVER = "servicekit.driver_connection"  # (transaction, connection, committed) in session.info
+
+
 async def driver_connection(session: AsyncSession) -> psycopg.AsyncConnection[Any]:
-    """The session's connection as psycopg sees it; the transaction is the same one."""
+    """The session's connection as psycopg sees it; the transaction is the same one.
+
+    Kept with the session for as long as its transaction lasts: asking SQLAlchemy for it
+    crosses into a greenlet twice, which cost more than some of the statements.
+    """
+    transaction = session.sync_session.get_transaction()
+    cached = session.info.get(_DRIVER)
+    if cached is not None and transaction is not None and cached[0] is transaction:
+        if cached[2]:
+            raise RuntimeError("this transaction has committed; nothing may run after it")
+        return cast(psycopg.AsyncConnection[Any], cached[1])
     connection = await session.connection()
     raw = await connection.get_raw_connection()
     driver = raw.driver_connection
     assert isinstance(driver, psycopg.AsyncConnection), "servicekit runs on psycopg"
+    session.info[_DRIVER] = (session.sync_session.get_transaction(), driver, False)
     return driver
 
 
@@ -81,6 +98,44 @@ async def pipeline(session: AsyncSession) -> AsyncIterator[None]:
     with _as_sqlalchemy_errors("pipeline", None):
         async with driver.pipeline():
             yield
+
+
+class Queued:
+    """A query sent in a pipeline; its rows can be read once the pipeline has ended."""
+
+    def __init__(self, cursor: psycopg.AsyncCursor[Any]) -> None:
+        self._cursor = cursor
+
+    async def rows(self) -> list[Any]:
+        return await self._cursor.fetchall()
+
+    async def first(self) -> Any | None:
+        rows = await self.rows()
+        return rows[0] if rows else None
+
+
+async def queue(session: AsyncSession, sql: str, params: Params) -> Queued:
+    """Sends a query inside `pipeline` without waiting for it: several queries travel in
+    one round trip, and each one's rows are read after the block."""
+    driver = await driver_connection(session)
+    cursor = driver.cursor(row_factory=namedtuple_row)
+    with _as_sqlalchemy_errors(sql, params):
+        await cursor.execute(sql, params)
+    return Queued(cursor)
+
+
+async def commit_in_pipeline(session: AsyncSession) -> None:
+    """Queues the transaction's COMMIT as the pipeline's last statement, so the writes
+    and the commit share one round trip (`Connection.commit()` would sync on its own).
+
+    The session's own commit then finds nothing left to commit. Nothing may run on the
+    session after it: the driver would begin another transaction.
+    """
+    driver = await driver_connection(session)
+    with _as_sqlalchemy_errors("COMMIT", None):
+        await driver.execute("COMMIT", prepare=False)
+    transaction, _, _ = session.info[_DRIVER]
+    session.info[_DRIVER] = (transaction, driver, True)
 
 
 def constraint_of(error: IntegrityError) -> str | None:

@@ -10,6 +10,9 @@ kept as long as the resource they name.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from sqlalchemy import Table, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -46,18 +49,47 @@ class KeysInSession:
         self, org_id: str, operation: str, key: str, fingerprint: bytes, resource_id: str
     ) -> Claim:
         """Claims the key for `resource_id`, or returns what an earlier request claimed."""
+        sent = await self.send_claim(org_id, operation, key, fingerprint, resource_id)
+        return await sent.result()
+
+    async def send_claim(
+        self, org_id: str, operation: str, key: str, fingerprint: bytes, resource_id: str
+    ) -> SentClaim:
+        """The claim, sent; inside a pipeline (servicekit.driver_sql) it travels with the
+        statements queued after it, and its result is read once the pipeline has ended."""
         keys = self._keys
         hashed = keys.hashed(org_id, operation, key)
         identity = {"org_id": org_id, "operation": operation, "key_hash": hashed}
         params = {**identity, "fingerprint": fingerprint, "resource_id": resource_id}
-        if await driver_sql.fetch_one(self._session, keys.claim_sql, params) is not None:
-            return Claim(fingerprint, resource_id, is_new=True)
-        c = keys.table.c
+        inserted = await driver_sql.queue(self._session, keys.claim_sql, params)
+        return SentClaim(self, identity, fingerprint, resource_id, inserted)
+
+    async def earlier(self, identity: dict[str, Any]) -> Claim:
+        """The claim an earlier request made, locked until this transaction ends."""
+        c = self._keys.table.c
         row = (
             await self._session.execute(
                 select(c.fingerprint, c.resource_id)
-                .where(c.org_id == org_id, c.operation == operation, c.key_hash == hashed)
+                .where(
+                    c.org_id == identity["org_id"],
+                    c.operation == identity["operation"],
+                    c.key_hash == identity["key_hash"],
+                )
                 .with_for_update()
             )
         ).one()
         return Claim(bytes(row.fingerprint), str(row.resource_id), is_new=False)
+
+
+@dataclass(frozen=True)
+class SentClaim:
+    keys: KeysInSession
+    identity: dict[str, Any]
+    fingerprint: bytes
+    resource_id: str
+    inserted: driver_sql.Queued
+
+    async def result(self) -> Claim:
+        if await self.inserted.first() is not None:
+            return Claim(self.fingerprint, self.resource_id, is_new=True)
+        return await self.keys.earlier(self.identity)

@@ -81,6 +81,21 @@ class UnitOfWork:
         async with driver_sql.pipeline(self.session):
             yield
 
+    @asynccontextmanager
+    async def reads_together(self) -> AsyncIterator[None]:
+        """Queries sent in the block (`send_...`) travel in one round trip; read their
+        results after it. They run in the order sent, so locks are taken in that order."""
+        async with driver_sql.pipeline(self.session):
+            yield
+
+    @asynccontextmanager
+    async def last_writes(self) -> AsyncIterator[None]:
+        """The block's writes and the commit reach the database in one round trip; the
+        handler returns after it, for nothing may run once the transaction has committed."""
+        async with driver_sql.pipeline(self.session):
+            yield
+            await driver_sql.commit_in_pipeline(self.session)
+
 
 U = TypeVar("U", bound=UnitOfWork)
 

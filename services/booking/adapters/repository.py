@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy import select, update
@@ -75,6 +76,14 @@ class SlotRepository:
         """Locks slots in ascending id order, so opposite moves cannot deadlock."""
         return {slot_id: await self._one(_LOCK_SLOT, slot_id) for slot_id in sorted(set(slot_ids))}
 
+    async def send_lock(self, slot_id: str) -> SentSlot:
+        """The lock, sent; inside a pipeline it travels with the statements around it, and
+        the slot is read once the pipeline has ended."""
+        if not is_uuid(slot_id):
+            return SentSlot(slot_id, None)
+        params = {"slot_id": slot_id}
+        return SentSlot(slot_id, await driver_sql.queue(self._session, _LOCK_SLOT, params))
+
     async def lock_if_exists(self, slot_id: str) -> Slot | None:
         try:
             return await self.lock(slot_id)
@@ -106,6 +115,18 @@ class SlotRepository:
         row = await driver_sql.fetch_one(self._session, sql, params) if is_uuid(slot_id) else None
         if row is None:
             raise NotFound(f"slot {slot_id} not found")
+        return slot_of(row)
+
+
+@dataclass(frozen=True)
+class SentSlot:
+    slot_id: str
+    row: driver_sql.Queued | None  # None: a malformed id names no slot
+
+    async def slot(self) -> Slot:
+        row = await self.row.first() if self.row is not None else None
+        if row is None:
+            raise NotFound(f"slot {self.slot_id} not found")
         return slot_of(row)
 
 

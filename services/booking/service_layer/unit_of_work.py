@@ -53,6 +53,13 @@ class UnitOfWork(kit.UnitOfWork):
             async with super().writes_together():
                 yield
 
+    @asynccontextmanager
+    async def last_writes(self) -> AsyncIterator[None]:
+        """As writes_together, and the commit travels with the writes."""
+        with slot_taken_is_unavailable():
+            async with super().last_writes():
+                yield
+
     async def schedule_hold_release(self, booking_id: str, due_at: datetime) -> None:
         # Never cancelled: it fires and finds the booking no longer pending. Cancelling it
         # would lock the timer row after the booking row, the opposite of the timer runner.
