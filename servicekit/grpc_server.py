@@ -40,6 +40,9 @@ __all__ = ["abort_with_reason", "channel", "reason_of", "start_server"]
 log = logging.getLogger(__name__)
 Registration = Callable[[grpc.aio.Server], None]
 MAX_DETAIL = 300
+# Looked up once: the provider builds a new tracer at every lookup. Until tracing is
+# configured this is a proxy that turns into the configured tracer.
+_TRACER = tracing.tracer("servicekit.grpc")
 
 
 class GuardedServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
@@ -63,7 +66,7 @@ class GuardedServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type
         domain = self._domain
 
         async def guarded(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-            with tracing.tracer("servicekit.grpc").start_as_current_span(
+            with _TRACER.start_as_current_span(
                 method, context=tracing.context_from(carrier), kind=SpanKind.SERVER
             ):
                 try:
@@ -117,7 +120,7 @@ class TracingClientInterceptor(grpc.aio.UnaryUnaryClientInterceptor):  # type: i
     ) -> Any:
         method = client_call_details.method
         name = method.decode() if isinstance(method, bytes) else str(method)
-        with tracing.tracer("servicekit.grpc").start_as_current_span(name, kind=SpanKind.CLIENT):
+        with _TRACER.start_as_current_span(name, kind=SpanKind.CLIENT):
             carrier: dict[str, str] = {}
             propagate.inject(carrier, context=trace.set_span_in_context(trace.get_current_span()))
             metadata = list(client_call_details.metadata or []) + list(carrier.items())

@@ -90,6 +90,6 @@ class SentClaim:
     inserted: driver_sql.Queued
 
     async def result(self) -> Claim:
-        if await self.inserted.first() is not None:
+        if self.inserted.first() is not None:
             return Claim(self.fingerprint, self.resource_id, is_new=True)
         return await self.keys.earlier(self.identity)

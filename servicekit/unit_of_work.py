@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar
 
 from google.protobuf.message import Message
 from liftfit.events.v1.envelope_pb2 import EventEnvelope
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from servicekit import driver_sql
 from servicekit.inbox import EventHandler
@@ -108,11 +108,38 @@ class UnitOfWorkFactory(Generic[U]):
     ) -> None:
         self.sessions = sessions
         self._build = build
+        self._by_hand: AsyncEngine | None = None
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[U]:
         async with self.sessions() as session, session.begin():
             yield self._build(session)
+
+    @asynccontextmanager
+    async def transaction_begun_with_reads(self) -> AsyncIterator[U]:
+        """A transaction whose BEGIN travels with its first `reads_together` block, for a
+        hot path whose first statements are that block: one round trip fewer, and no ORM
+        session set up unless the handler runs SQLAlchemy (a replay, say).
+
+        The connection is in autocommit mode (SQLAlchemy restores it when the connection
+        returns to the pool), so the driver begins nothing by itself: the block sends
+        BEGIN, the last writes send COMMIT, and whatever is still open when the block
+        ends is committed, or rolled back on an exception. A statement run before the
+        first block would commit on its own: there must be none.
+        """
+        if self._by_hand is None:
+            self._by_hand = self.sessions.kw["bind"].execution_options(isolation_level="AUTOCOMMIT")
+        async with self._by_hand.connect() as connection:
+            session = AsyncSession(bind=connection, expire_on_commit=False)
+            driver_sql.hand_over(session, (await connection.get_raw_connection()).driver_connection)
+            try:
+                yield self._build(session)
+                await driver_sql.end_transaction(session, commit=True)
+            except BaseException:
+                await driver_sql.end_transaction(session, commit=False)
+                raise
+            finally:
+                await session.close()
 
     def joining(self, session: AsyncSession) -> U:
         return self._build(session)

@@ -123,8 +123,8 @@ class SentSlot:
     slot_id: str
     row: driver_sql.Queued | None  # None: a malformed id names no slot
 
-    async def slot(self) -> Slot:
-        row = await self.row.first() if self.row is not None else None
+    def slot(self) -> Slot:
+        row = self.row.first() if self.row is not None else None
         if row is None:
             raise NotFound(f"slot {self.slot_id} not found")
         return slot_of(row)

@@ -40,7 +40,7 @@ class BookingServicer(booking_pb2_grpc.BookingServiceServicer):
             request.party_size,
             request.payment_mode,
         )
-        async with self._uows.transaction() as uow:
+        async with self._uows.transaction_begun_with_reads() as uow:
             return pbx.reply(await handlers.checkout(uow, command))
 
     async def CancelBooking(

@@ -28,8 +28,9 @@ class BookingOutcome:
 
 async def checkout(uow: UnitOfWork, command: Checkout) -> BookingOutcome:
     fingerprint = command.fingerprint()
-    # The attempt and then the slot are locked in one round trip; a replay has locked the
-    # slot too, which changes nothing, and spares every first attempt a round trip.
+    # The attempt and then the slot are locked in one round trip, the transaction's first
+    # (its BEGIN may travel with it); a replay has locked the slot too, which changes
+    # nothing, and spares every first attempt a round trip.
     async with uow.reads_together():
         claim = await uow.idempotency.send_claim(
             command.org_id, "checkout", command.idempotency_key, fingerprint, str(uuid.uuid4())
@@ -38,7 +39,7 @@ async def checkout(uow: UnitOfWork, command: Checkout) -> BookingOutcome:
     attempt = await claim.result()
     if not attempt.is_new:
         return await _replay(uow, command.org_id, attempt, fingerprint)
-    slot = await locked.slot()
+    slot = locked.slot()
     slot.require_bookable_at(datetime.now(UTC))
     booking = _open_booking(uow, command, slot, attempt.resource_id)
     if command.payment_mode is PaymentMode.PASS:
