@@ -112,12 +112,15 @@ async def fetch_one(session: AsyncSession, sql: str, params: Params) -> Any | No
     return rows[0] if rows else None
 
 
-async def fetch_all(session: AsyncSession, sql: str, params: Params) -> list[Any]:
-    """Every row as a named tuple (columns as attributes)."""
+async def fetch_all(
+    session: AsyncSession, sql: str, params: Params, binary: bool = False
+) -> list[Any]:
+    """Every row as a named tuple (columns as attributes). `binary` asks for the binary
+    result format: bytea arrives as it is stored, not as hex text twice its size."""
     driver = await driver_connection(session)
     with _as_sqlalchemy_errors(sql, params):
         async with driver.cursor(row_factory=namedtuple_row) as cursor:
-            await cursor.execute(sql, params)
+            await cursor.execute(sql, params, binary=binary)
             return await cursor.fetchall()
 
 
