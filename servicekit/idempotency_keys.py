@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Table, select
+from sqlalchemy import Table
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from servicekit import driver_sql
@@ -31,6 +31,12 @@ class IdempotencyKeys:
         self.claim_sql = (
             driver_sql.insert_sql(table, self._COLUMNS)
             + " ON CONFLICT (org_id, operation, key_hash) DO NOTHING RETURNING resource_id"
+        )
+        self.earlier_sql = driver_sql.select_sql(
+            table,
+            ("fingerprint", "resource_id"),
+            by=("org_id", "operation", "key_hash"),
+            for_update=True,
         )
 
     def within(self, session: AsyncSession) -> KeysInSession:
@@ -66,18 +72,8 @@ class KeysInSession:
 
     async def earlier(self, identity: dict[str, Any]) -> Claim:
         """The claim an earlier request made, locked until this transaction ends."""
-        c = self._keys.table.c
-        row = (
-            await self._session.execute(
-                select(c.fingerprint, c.resource_id)
-                .where(
-                    c.org_id == identity["org_id"],
-                    c.operation == identity["operation"],
-                    c.key_hash == identity["key_hash"],
-                )
-                .with_for_update()
-            )
-        ).one()
+        row = await driver_sql.fetch_one(self._session, self._keys.earlier_sql, identity)
+        assert row is not None, "a claim that found the key taken finds its row"
         return Claim(bytes(row.fingerprint), str(row.resource_id), is_new=False)
 
 

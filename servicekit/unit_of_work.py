@@ -19,9 +19,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, TypeVar
 
+import psycopg
 from google.protobuf.message import Message
 from liftfit.events.v1.envelope_pb2 import EventEnvelope
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.engine.interfaces import PoolProxiedConnection
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.util import greenlet_spawn
 
 from servicekit import driver_sql
 from servicekit.inbox import EventHandler
@@ -108,7 +111,6 @@ class UnitOfWorkFactory(Generic[U]):
     ) -> None:
         self.sessions = sessions
         self._build = build
-        self._by_hand: AsyncEngine | None = None
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[U]:
@@ -116,33 +118,45 @@ class UnitOfWorkFactory(Generic[U]):
             yield self._build(session)
 
     @asynccontextmanager
-    async def transaction_begun_with_reads(self) -> AsyncIterator[U]:
-        """A transaction whose BEGIN travels with its first `reads_together` block, for a
-        hot path whose first statements are that block: one round trip fewer, and no ORM
-        session set up unless the handler runs SQLAlchemy (a replay, say).
+    async def transaction_on_driver(self) -> AsyncIterator[U]:
+        """A transaction on a pooled connection without an ORM session, for a hot path
+        whose statements are all driver SQL (servicekit.driver_sql) and whose first ones
+        are a `reads_together` block: setting up a session cost more than the SQL.
 
-        The connection is in autocommit mode (SQLAlchemy restores it when the connection
-        returns to the pool), so the driver begins nothing by itself: the block sends
-        BEGIN, the last writes send COMMIT, and whatever is still open when the block
-        ends is committed, or rolled back on an exception. A statement run before the
-        first block would commit on its own: there must be none.
+        The connection is put in autocommit mode, so the driver begins nothing by itself:
+        the first block sends BEGIN with its reads, the last writes send COMMIT, and
+        whatever is still open at the end is committed, or rolled back on an exception.
+        The session handed to the unit of work is bound to nothing, so ORM code fails at
+        once instead of running in another transaction; a statement before the first
+        block would commit on its own, so there must be none.
         """
-        if self._by_hand is None:
-            self._by_hand = self.sessions.kw["bind"].execution_options(isolation_level="AUTOCOMMIT")
-        async with self._by_hand.connect() as connection:
-            session = AsyncSession(bind=connection, expire_on_commit=False)
-            driver_sql.hand_over(session, (await connection.get_raw_connection()).driver_connection)
+        pooled = await self.sessions.kw["bind"].raw_connection()
+        driver = pooled.driver_connection
+        try:
+            await driver.set_autocommit(True)
+            session = AsyncSession()
+            driver_sql.hand_over(session, driver)
             try:
                 yield self._build(session)
                 await driver_sql.end_transaction(session, commit=True)
             except BaseException:
                 await driver_sql.end_transaction(session, commit=False)
                 raise
-            finally:
-                await session.close()
+        finally:
+            await _give_back(pooled, driver)
 
     def joining(self, session: AsyncSession) -> U:
         return self._build(session)
+
+
+async def _give_back(pooled: PoolProxiedConnection, driver: Any) -> None:
+    """Returns a connection to the pool as the pool lent it: not in autocommit mode, or
+    discarded when it broke."""
+    try:
+        await driver.set_autocommit(False)
+    except psycopg.Error:
+        pooled.invalidate()
+    await greenlet_spawn(pooled.close)  # the pool's reset runs the driver's rollback
 
 
 Reaction = Callable[[U, Any], Awaitable[None]]

@@ -8,7 +8,7 @@ from typing import cast
 
 import pytest
 from sqlalchemy import text
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, UnboundExecutionError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from servicekit import db, driver_sql
@@ -92,7 +92,7 @@ def _uows(sessions: async_sessionmaker[AsyncSession]) -> UnitOfWorkFactory[UnitO
 Opening = Callable[[UnitOfWorkFactory[UnitOfWork]], AbstractAsyncContextManager[UnitOfWork]]
 OPENINGS: dict[str, Opening] = {
     "session transaction": lambda uows: uows.transaction(),
-    "begun with the reads": lambda uows: uows.transaction_begun_with_reads(),
+    "on the driver": lambda uows: uows.transaction_on_driver(),
 }
 each_opening = pytest.mark.parametrize("opening", OPENINGS.values(), ids=OPENINGS.keys())
 
@@ -160,19 +160,14 @@ async def test_a_violation_among_the_last_writes_rolls_back_everything(
     assert await _holders(sessions) == []
 
 
-async def test_sqlalchemy_statements_after_reads_begun_by_hand_share_their_transaction(
+async def test_orm_code_on_the_driver_alone_fails_instead_of_taking_another_connection(
     sessions: async_sessionmaker[AsyncSession],
 ) -> None:
-    async with _uows(sessions).transaction_begun_with_reads() as uow:
-        async with uow.reads_together():
-            await driver_sql.queue(uow.session, CLAIM, {"seat": 1, "holder": "ada"})
-        await uow.session.execute(text("INSERT INTO seats VALUES (2, 'bo')"))  # a replay's kind
-    with pytest.raises(LookupError):
-        async with _uows(sessions).transaction_begun_with_reads() as uow:
+    with pytest.raises(UnboundExecutionError):
+        async with _uows(sessions).transaction_on_driver() as uow:
             async with uow.reads_together():
-                await driver_sql.queue(uow.session, CLAIM, {"seat": 3, "holder": "cy"})
-            await uow.session.execute(text("INSERT INTO seats VALUES (4, 'di')"))
-            raise LookupError("the caller gives up")
+                await driver_sql.queue(uow.session, CLAIM, {"seat": 1, "holder": "ada"})
+            await uow.session.execute(text("INSERT INTO seats VALUES (2, 'bo')"))
 
-    assert await _holders(sessions) == ["ada", "bo"]
+    assert await _holders(sessions) == []  # the claim rolled back with the refusal
     assert not await _autocommit_left_on_the_pool(sessions)

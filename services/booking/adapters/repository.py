@@ -150,6 +150,12 @@ _SAVE_SLOT = driver_sql.update_sql(
     by=("slot_id",),
 )
 _ADD_BOOKING = driver_sql.insert_sql(orm.bookings, tuple(orm.bookings.c.keys()))
+# A replayed checkout reads its booking on the driver too: the card checkout runs without
+# an ORM session (UnitOfWorkFactory.transaction_on_driver).
+_GET_BOOKING = driver_sql.select_sql(orm.bookings, tuple(orm.bookings.c.keys()), by=("booking_id",))
+_LOCK_BOOKING = driver_sql.select_sql(
+    orm.bookings, tuple(orm.bookings.c.keys()), by=("booking_id",), for_update=True
+)
 
 
 class BookingRepository:
@@ -197,10 +203,8 @@ class BookingRepository:
     async def _find(self, booking_id: str, for_update: bool) -> Booking | None:
         if not is_uuid(booking_id):
             return None
-        query = select(orm.bookings).where(orm.bookings.c.booking_id == booking_id)
-        if for_update:
-            query = query.with_for_update()
-        row = (await self._session.execute(query)).one_or_none()
+        sql = _LOCK_BOOKING if for_update else _GET_BOOKING
+        row = await driver_sql.fetch_one(self._session, sql, {"booking_id": booking_id})
         return booking_of(row) if row is not None else None
 
 

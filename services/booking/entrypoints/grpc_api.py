@@ -22,7 +22,10 @@ from services.booking.domain.commands import (
 )
 from services.booking.entrypoints import protobuf as pbx
 from services.booking.service_layer import handlers, operations
-from services.booking.service_layer.unit_of_work import UnitOfWorkFactory
+from services.booking.service_layer.unit_of_work import (
+    UnitOfWorkFactory,
+    checkout_transaction,
+)
 
 Context = grpc.aio.ServicerContext[Any, Any]
 
@@ -40,7 +43,7 @@ class BookingServicer(booking_pb2_grpc.BookingServiceServicer):
             request.party_size,
             request.payment_mode,
         )
-        async with self._uows.transaction_begun_with_reads() as uow:
+        async with checkout_transaction(self._uows, command.payment_mode) as uow:
             return pbx.reply(await handlers.checkout(uow, command))
 
     async def CancelBooking(
