@@ -51,6 +51,8 @@ class GuardedServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type
 
     def __init__(self, error_domain: str = "liftfit") -> None:
         self._domain = error_domain
+        # Each method's guarded handler, built once: the server asks at every call.
+        self._guarded: dict[str, tuple[Any, Any]] = {}
 
     async def intercept_service(
         self,
@@ -60,12 +62,18 @@ class GuardedServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type
         handler = await continuation(details)
         if handler is None or handler.unary_unary is None:
             return handler
-        carrier = tracing.carrier_from_pairs(details.invocation_metadata or ())
+        built = self._guarded.get(details.method)
+        if built is None or built[0] is not handler:
+            built = self._guarded[details.method] = (handler, self._guard(details, handler))
+        return built[1]
+
+    def _guard(self, details: grpc.HandlerCallDetails, handler: Any) -> Any:
         inner = handler.unary_unary
         method = details.method
         domain = self._domain
 
         async def guarded(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+            carrier = tracing.carrier_from_pairs(context.invocation_metadata() or ())
             with _TRACER.start_as_current_span(
                 method, context=tracing.context_from(carrier), kind=SpanKind.SERVER
             ):
