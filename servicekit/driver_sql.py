@@ -17,13 +17,15 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any, cast
+from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 from psycopg.pq import TransactionStatus
 from psycopg.rows import namedtuple_row
 from psycopg.types.json import Jsonb
 from sqlalchemy import Table
+from sqlalchemy.engine.interfaces import PoolProxiedConnection
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -47,52 +49,67 @@ __all__ = [
 ]
 
 
-_DRIVER = "servicekit.driver_connection"  # (transaction, connection, committed) in session.info
-_HANDED_OVER = object()  # the transaction key of a connection the session was given up front
+@dataclass
+class _Held:
+    """The session's driver connection, kept in `session.info` while its transaction lasts."""
+
+    transaction: object  # the session's transaction, or _HANDED_OVER
+    driver: psycopg.AsyncConnection[Any]
+    kept: dict[Any, Any]  # the pool's dictionary for this connection, as long as it lives
+    committed: bool = False
+
+
+_DRIVER = "servicekit.driver_connection"
+_HANDED_OVER = object()  # the transaction of a connection the session was given up front
+_BINDER = "servicekit.binder"
 
 
 async def driver_connection(session: AsyncSession) -> psycopg.AsyncConnection[Any]:
-    """The session's connection as psycopg sees it; the transaction is the same one.
+    """The session's connection as psycopg sees it; the transaction is the same one."""
+    return (await _held(session)).driver
 
-    Kept with the session for as long as its transaction lasts: asking SQLAlchemy for it
-    crosses into a greenlet twice, which cost more than some of the statements.
-    """
-    cached = session.info.get(_DRIVER)
-    if cached is not None and (
-        cached[0] is _HANDED_OVER or cached[0] is session.sync_session.get_transaction()
+
+async def _held(session: AsyncSession) -> _Held:
+    # Kept with the session for as long as its transaction lasts: asking SQLAlchemy for
+    # the connection crosses into a greenlet twice, which cost more than some statements.
+    held: _Held | None = session.info.get(_DRIVER)
+    if held is not None and (
+        held.transaction is _HANDED_OVER
+        or held.transaction is session.sync_session.get_transaction()
     ):
-        if cached[2]:
+        if held.committed:
             raise RuntimeError("this transaction has committed; nothing may run after it")
-        return cast(psycopg.AsyncConnection[Any], cached[1])
+        return held
     connection = await session.connection()
-    raw = await connection.get_raw_connection()
-    driver = raw.driver_connection
+    pooled = await connection.get_raw_connection()
+    held = _Held(session.sync_session.get_transaction(), _driver_of(pooled), pooled.info)
+    session.info[_DRIVER] = held
+    return held
+
+
+def hand_over(session: AsyncSession, pooled: PoolProxiedConnection) -> None:
+    """Gives a session the pooled connection it runs on up front, so the hot path never
+    asks SQLAlchemy for it (see UnitOfWorkFactory.transaction_on_driver)."""
+    session.info[_DRIVER] = _Held(_HANDED_OVER, _driver_of(pooled), pooled.info)
+
+
+def _driver_of(pooled: PoolProxiedConnection) -> psycopg.AsyncConnection[Any]:
+    driver = pooled.driver_connection
     assert isinstance(driver, psycopg.AsyncConnection), "servicekit runs on psycopg"
-    session.info[_DRIVER] = (session.sync_session.get_transaction(), driver, False)
     return driver
-
-
-def hand_over(session: AsyncSession, driver: Any) -> None:
-    """Gives a session bound to one connection that connection's driver up front, so the
-    hot path never asks SQLAlchemy for it (see UnitOfWorkFactory.transaction_begun_with_reads)."""
-    assert isinstance(driver, psycopg.AsyncConnection), "servicekit runs on psycopg"
-    session.info[_DRIVER] = (_HANDED_OVER, driver, False)
 
 
 async def end_transaction(session: AsyncSession, commit: bool) -> None:
     """Commits or rolls back the transaction a pipeline began by hand, if still open."""
-    cached = session.info.get(_DRIVER)
-    if cached is None:
-        return
-    driver = cast(psycopg.AsyncConnection[Any], cached[1])
-    if driver.info.transaction_status == TransactionStatus.IDLE:
+    held: _Held | None = session.info.get(_DRIVER)
+    if held is None or held.driver.info.transaction_status == TransactionStatus.IDLE:
         return
     if commit:
         with _as_sqlalchemy_errors("COMMIT", None):
-            await driver.execute("COMMIT", prepare=False)
+            await held.driver.execute("COMMIT", prepare=False)
         return
     with contextlib.suppress(psycopg.Error):  # a broken connection: the pool discards it
-        await driver.execute("ROLLBACK", prepare=False)
+        await held.driver.execute("ROLLBACK", prepare=False)
 
 
 async def execute(session: AsyncSession, sql: str, params: Params) -> None:
@@ -151,8 +168,13 @@ class _Batch:
     and a wake-up of the server, which cost more than the statements themselves.
     """
 
-    def __init__(self, driver: psycopg.AsyncConnection[Any]) -> None:
-        self._binder = psycopg.AsyncClientCursor(driver)
+    def __init__(self, held: _Held) -> None:
+        # One binder per connection, kept with it by the pool: making one per batch cost
+        # more than binding the values.
+        binder = held.kept.get(_BINDER)
+        if binder is None:
+            binder = held.kept[_BINDER] = psycopg.AsyncClientCursor(held.driver)
+        self._binder: psycopg.AsyncClientCursor[Any] = binder
         self.statements: list[str] = []
         self.queued: list[Queued | None] = []
 
@@ -187,11 +209,12 @@ async def pipeline(session: AsyncSession) -> AsyncIterator[None]:
     if session.info.get(_BATCH) is not None:
         yield
         return
-    driver = await driver_connection(session)
-    batch = session.info[_BATCH] = _Batch(driver)
+    held = await _held(session)
+    driver = held.driver
+    batch = session.info[_BATCH] = _Batch(held)
     if driver.autocommit and driver.info.transaction_status == TransactionStatus.IDLE:
         # The session left BEGIN to its first statements (see UnitOfWorkFactory.
-        # transaction_begun_with_reads); psycopg's own would take a round trip of its own.
+        # transaction_on_driver); psycopg's own would take a round trip of its own.
         batch.add("BEGIN", None)
     try:
         yield
@@ -223,8 +246,7 @@ async def commit_in_pipeline(session: AsyncSession) -> None:
     if batch is None:
         raise RuntimeError("commit_in_pipeline belongs inside a pipeline")
     batch.add("COMMIT", None)
-    key, driver, _ = session.info[_DRIVER]
-    session.info[_DRIVER] = (key, driver, True)
+    session.info[_DRIVER].committed = True
 
 
 def constraint_of(error: IntegrityError) -> str | None:

@@ -135,7 +135,7 @@ class UnitOfWorkFactory(Generic[U]):
         try:
             await driver.set_autocommit(True)
             session = AsyncSession()
-            driver_sql.hand_over(session, driver)
+            driver_sql.hand_over(session, pooled)
             try:
                 yield self._build(session)
                 await driver_sql.end_transaction(session, commit=True)
