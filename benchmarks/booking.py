@@ -3,8 +3,8 @@
     make bench-booking      (.venv/bin/python -m benchmarks.booking)
 
 Takes a migrated database and a topic prefix from the test infrastructure helpers and
-starts the booking service in-process, as its process runs (uvloop, the runtime role,
-the relay and the other workers included). Then:
+starts the booking service in-process, as its process runs (uvloop, tracing, the runtime
+role, the relay and the other workers included). Then:
 
 1. ghz (the standard gRPC load generator, a native program like pgbench's own client)
    makes 32 concurrent clients check out distinct slots by card;
@@ -39,6 +39,7 @@ from benchmarks import cpu as bench_cpu
 from servicekit.grpc_server import channel
 from servicekit.protobuf import timestamp
 from servicekit.runtime import run_event_loop
+from servicekit.tracing import configure_tracing
 from services.booking.bootstrap import bootstrap
 from services.booking.settings import Settings
 from tests.support.infrastructure import (
@@ -242,6 +243,9 @@ async def _measure(infra_dsn: str, kafka: str, templates: MigratedTemplates) -> 
 def main() -> None:
     if not GHZ.exists():
         raise SystemExit(f"{GHZ} is missing: `make bench-booking` builds it")
+    # As the service's process does: spans are recorded (exported where
+    # OTEL_TRACES_EXPORTER says), so every booking carries its trace id.
+    configure_tracing("booking")
     infra = ensure_infrastructure()
     templates = MigratedTemplates(infra.pg_admin_dsn)
     try:

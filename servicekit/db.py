@@ -42,7 +42,11 @@ def make_engine(url: str, pool_size: int = 10, timeouts: Timeouts | None = None)
         url,
         pool_size=pool_size,
         max_overflow=pool_size,
-        pool_pre_ping=True,
+        # No ping before each use: it was a round trip per transaction. A connection that
+        # died meanwhile (a database restart) fails its first statement as an outage
+        # (servicekit.faults): the caller gets UNAVAILABLE and retries, workers wait, and
+        # SQLAlchemy discards the dead connections of the pool when it sees one.
+        pool_pre_ping=False,
         pool_timeout=timeouts.pool_wait_s,
         hide_parameters=True,
         connect_args={"connect_timeout": timeouts.connect_s, "options": timeouts.server_options()},

@@ -5,9 +5,11 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 
-from google.protobuf import any_pb2, descriptor_pool, message_factory, timestamp_pb2
+from google.protobuf import any_pb2, descriptor_pool, message_factory
 from google.protobuf.message import Message
 from liftfit.events.v1.envelope_pb2 import EventEnvelope
+
+from servicekit.protobuf import timestamp
 
 
 def wrap(
@@ -19,8 +21,7 @@ def wrap(
 ) -> EventEnvelope:
     payload = any_pb2.Any()
     payload.Pack(event)
-    occurred_at = timestamp_pb2.Timestamp()
-    occurred_at.FromDatetime(datetime.now(UTC))
+    occurred_at = timestamp(datetime.now(UTC))
     return EventEnvelope(
         event_id=str(event_id),
         event_type=event.DESCRIPTOR.full_name,

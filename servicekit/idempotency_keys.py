@@ -10,7 +10,10 @@ kept as long as the resource they name.
 
 from __future__ import annotations
 
-from sqlalchemy import Table, select
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Table
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from servicekit import driver_sql
@@ -29,6 +32,12 @@ class IdempotencyKeys:
             driver_sql.insert_sql(table, self._COLUMNS)
             + " ON CONFLICT (org_id, operation, key_hash) DO NOTHING RETURNING resource_id"
         )
+        self.earlier_sql = driver_sql.select_sql(
+            table,
+            ("fingerprint", "resource_id"),
+            by=("org_id", "operation", "key_hash"),
+            for_update=True,
+        )
 
     def within(self, session: AsyncSession) -> KeysInSession:
         return KeysInSession(self, session)
@@ -46,18 +55,37 @@ class KeysInSession:
         self, org_id: str, operation: str, key: str, fingerprint: bytes, resource_id: str
     ) -> Claim:
         """Claims the key for `resource_id`, or returns what an earlier request claimed."""
+        sent = await self.send_claim(org_id, operation, key, fingerprint, resource_id)
+        return await sent.result()
+
+    async def send_claim(
+        self, org_id: str, operation: str, key: str, fingerprint: bytes, resource_id: str
+    ) -> SentClaim:
+        """The claim, sent; inside a pipeline (servicekit.driver_sql) it travels with the
+        statements queued after it, and its result is read once the pipeline has ended."""
         keys = self._keys
         hashed = keys.hashed(org_id, operation, key)
         identity = {"org_id": org_id, "operation": operation, "key_hash": hashed}
         params = {**identity, "fingerprint": fingerprint, "resource_id": resource_id}
-        if await driver_sql.fetch_one(self._session, keys.claim_sql, params) is not None:
-            return Claim(fingerprint, resource_id, is_new=True)
-        c = keys.table.c
-        row = (
-            await self._session.execute(
-                select(c.fingerprint, c.resource_id)
-                .where(c.org_id == org_id, c.operation == operation, c.key_hash == hashed)
-                .with_for_update()
-            )
-        ).one()
+        inserted = await driver_sql.queue(self._session, keys.claim_sql, params)
+        return SentClaim(self, identity, fingerprint, resource_id, inserted)
+
+    async def earlier(self, identity: dict[str, Any]) -> Claim:
+        """The claim an earlier request made, locked until this transaction ends."""
+        row = await driver_sql.fetch_one(self._session, self._keys.earlier_sql, identity)
+        assert row is not None, "a claim that found the key taken finds its row"
         return Claim(bytes(row.fingerprint), str(row.resource_id), is_new=False)
+
+
+@dataclass(frozen=True)
+class SentClaim:
+    keys: KeysInSession
+    identity: dict[str, Any]
+    fingerprint: bytes
+    resource_id: str
+    inserted: driver_sql.Queued
+
+    async def result(self) -> Claim:
+        if self.inserted.first() is not None:
+            return Claim(self.fingerprint, self.resource_id, is_new=True)
+        return await self.keys.earlier(self.identity)

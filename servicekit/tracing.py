@@ -66,6 +66,9 @@ def current_carrier() -> dict[str, str]:
 
 
 def context_from(carrier: Mapping[str, str]) -> Context:
+    """The context a carrier names; with no trace headers, a root one (a new trace)."""
+    if not carrier:
+        return Context()
     return propagate.extract(dict(carrier))
 
 

@@ -19,9 +19,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, TypeVar
 
+import psycopg
 from google.protobuf.message import Message
 from liftfit.events.v1.envelope_pb2 import EventEnvelope
+from sqlalchemy.engine.interfaces import PoolProxiedConnection
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.util import greenlet_spawn
 
 from servicekit import driver_sql
 from servicekit.inbox import EventHandler
@@ -81,6 +84,21 @@ class UnitOfWork:
         async with driver_sql.pipeline(self.session):
             yield
 
+    @asynccontextmanager
+    async def reads_together(self) -> AsyncIterator[None]:
+        """Queries sent in the block (`send_...`) travel in one round trip; read their
+        results after it. They run in the order sent, so locks are taken in that order."""
+        async with driver_sql.pipeline(self.session):
+            yield
+
+    @asynccontextmanager
+    async def last_writes(self) -> AsyncIterator[None]:
+        """The block's writes and the commit reach the database in one round trip; the
+        handler returns after it, for nothing may run once the transaction has committed."""
+        async with driver_sql.pipeline(self.session):
+            yield
+            await driver_sql.commit_in_pipeline(self.session)
+
 
 U = TypeVar("U", bound=UnitOfWork)
 
@@ -99,8 +117,46 @@ class UnitOfWorkFactory(Generic[U]):
         async with self.sessions() as session, session.begin():
             yield self._build(session)
 
+    @asynccontextmanager
+    async def transaction_on_driver(self) -> AsyncIterator[U]:
+        """A transaction on a pooled connection without an ORM session, for a hot path
+        whose statements are all driver SQL (servicekit.driver_sql) and whose first ones
+        are a `reads_together` block: setting up a session cost more than the SQL.
+
+        The connection is put in autocommit mode, so the driver begins nothing by itself:
+        the first block sends BEGIN with its reads, the last writes send COMMIT, and
+        whatever is still open at the end is committed, or rolled back on an exception.
+        The session handed to the unit of work is bound to nothing, so ORM code fails at
+        once instead of running in another transaction; a statement before the first
+        block would commit on its own, so there must be none.
+        """
+        pooled = await self.sessions.kw["bind"].raw_connection()
+        driver = pooled.driver_connection
+        try:
+            await driver.set_autocommit(True)
+            session = AsyncSession()
+            driver_sql.hand_over(session, pooled)
+            try:
+                yield self._build(session)
+                await driver_sql.end_transaction(session, commit=True)
+            except BaseException:
+                await driver_sql.end_transaction(session, commit=False)
+                raise
+        finally:
+            await _give_back(pooled, driver)
+
     def joining(self, session: AsyncSession) -> U:
         return self._build(session)
+
+
+async def _give_back(pooled: PoolProxiedConnection, driver: Any) -> None:
+    """Returns a connection to the pool as the pool lent it: not in autocommit mode, or
+    discarded when it broke."""
+    try:
+        await driver.set_autocommit(False)
+    except psycopg.Error:
+        pooled.invalidate()
+    await greenlet_spawn(pooled.close)  # the pool's reset runs the driver's rollback
 
 
 Reaction = Callable[[U, Any], Awaitable[None]]

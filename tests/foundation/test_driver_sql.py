@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
+from typing import cast
 
 import pytest
 from sqlalchemy import text
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, UnboundExecutionError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from servicekit import db, driver_sql
+from servicekit.unit_of_work import Effects, UnitOfWork, UnitOfWorkFactory
 
 INSERT = "INSERT INTO seats (seat, holder) VALUES (%(seat)s, %(holder)s)"
 
@@ -74,3 +77,97 @@ async def test_a_violation_outside_a_pipeline_is_raised_by_the_statement(
     async with sessions() as session:
         row = await driver_sql.fetch_one(session, "SELECT holder FROM seats WHERE seat = 1", {})
     assert row is not None and row.holder == "ada"
+
+
+# A hot path's transaction in few round trips: its reads sent together, then its writes with
+# its COMMIT (servicekit.unit_of_work).
+CLAIM = INSERT + " ON CONFLICT DO NOTHING RETURNING seat"
+HOLDER = "SELECT holder FROM seats WHERE seat = %(seat)s FOR UPDATE"
+
+
+def _uows(sessions: async_sessionmaker[AsyncSession]) -> UnitOfWorkFactory[UnitOfWork]:
+    return UnitOfWorkFactory(sessions, lambda session: UnitOfWork(session, cast(Effects, None)))
+
+
+Opening = Callable[[UnitOfWorkFactory[UnitOfWork]], AbstractAsyncContextManager[UnitOfWork]]
+OPENINGS: dict[str, Opening] = {
+    "session transaction": lambda uows: uows.transaction(),
+    "on the driver": lambda uows: uows.transaction_on_driver(),
+}
+each_opening = pytest.mark.parametrize("opening", OPENINGS.values(), ids=OPENINGS.keys())
+
+
+async def _autocommit_left_on_the_pool(sessions: async_sessionmaker[AsyncSession]) -> bool:
+    """Whether any pooled connection is still in autocommit mode, which would make the
+    next transaction on it commit statement by statement."""
+    opened = [sessions() for _ in range(3)]
+    try:
+        drivers = [await driver_sql.driver_connection(session) for session in opened]
+        return any(driver.autocommit for driver in drivers)
+    finally:
+        for session in opened:
+            await session.close()
+
+
+@each_opening
+async def test_reads_sent_together_and_the_last_writes_make_one_transaction(
+    sessions: async_sessionmaker[AsyncSession], opening: Opening
+) -> None:
+    async with opening(_uows(sessions)) as uow:
+        async with uow.reads_together():
+            claimed = await driver_sql.queue(uow.session, CLAIM, {"seat": 1, "holder": "ada"})
+            holder = await driver_sql.queue(uow.session, HOLDER, {"seat": 1})
+        assert claimed.first() is not None
+        row = holder.first()
+        assert row is not None and row.holder == "ada"  # sent after the claim: it sees it
+        async with uow.last_writes():
+            await driver_sql.execute(uow.session, INSERT, {"seat": 2, "holder": "bo"})
+        with pytest.raises(RuntimeError):  # the transaction has committed
+            await driver_sql.execute(uow.session, INSERT, {"seat": 3, "holder": "cy"})
+
+    assert await _holders(sessions) == ["ada", "bo"]
+    assert not await _autocommit_left_on_the_pool(sessions)
+
+
+@each_opening
+async def test_a_refusal_after_reads_sent_together_rolls_their_writes_back(
+    sessions: async_sessionmaker[AsyncSession], opening: Opening
+) -> None:
+    with pytest.raises(LookupError):
+        async with opening(_uows(sessions)) as uow:
+            async with uow.reads_together():
+                await driver_sql.queue(uow.session, CLAIM, {"seat": 1, "holder": "ada"})
+            await driver_sql.execute(uow.session, INSERT, {"seat": 2, "holder": "bo"})
+            raise LookupError("the seat is not for sale")
+
+    assert await _holders(sessions) == []  # the claim and the write rolled back together
+    assert not await _autocommit_left_on_the_pool(sessions)
+
+
+@each_opening
+async def test_a_violation_among_the_last_writes_rolls_back_everything(
+    sessions: async_sessionmaker[AsyncSession], opening: Opening
+) -> None:
+    with pytest.raises(IntegrityError) as raised:
+        async with opening(_uows(sessions)) as uow:
+            async with uow.reads_together():
+                await driver_sql.queue(uow.session, CLAIM, {"seat": 1, "holder": "ada"})
+            async with uow.last_writes():
+                await driver_sql.execute(uow.session, INSERT, {"seat": 2, "holder": "bo"})
+                await driver_sql.execute(uow.session, INSERT, {"seat": 2, "holder": "eve"})
+
+    assert driver_sql.constraint_of(raised.value) == "seats_once"
+    assert await _holders(sessions) == []
+
+
+async def test_orm_code_on_the_driver_alone_fails_instead_of_taking_another_connection(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    with pytest.raises(UnboundExecutionError):
+        async with _uows(sessions).transaction_on_driver() as uow:
+            async with uow.reads_together():
+                await driver_sql.queue(uow.session, CLAIM, {"seat": 1, "holder": "ada"})
+            await uow.session.execute(text("INSERT INTO seats VALUES (2, 'bo')"))
+
+    assert await _holders(sessions) == []  # the claim rolled back with the refusal
+    assert not await _autocommit_left_on_the_pool(sessions)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy import select, update
@@ -75,6 +76,14 @@ class SlotRepository:
         """Locks slots in ascending id order, so opposite moves cannot deadlock."""
         return {slot_id: await self._one(_LOCK_SLOT, slot_id) for slot_id in sorted(set(slot_ids))}
 
+    async def send_lock(self, slot_id: str) -> SentSlot:
+        """The lock, sent; inside a pipeline it travels with the statements around it, and
+        the slot is read once the pipeline has ended."""
+        if not is_uuid(slot_id):
+            return SentSlot(slot_id, None)
+        params = {"slot_id": slot_id}
+        return SentSlot(slot_id, await driver_sql.queue(self._session, _LOCK_SLOT, params))
+
     async def lock_if_exists(self, slot_id: str) -> Slot | None:
         try:
             return await self.lock(slot_id)
@@ -109,6 +118,18 @@ class SlotRepository:
         return slot_of(row)
 
 
+@dataclass(frozen=True)
+class SentSlot:
+    slot_id: str
+    row: driver_sql.Queued | None  # None: a malformed id names no slot
+
+    def slot(self) -> Slot:
+        row = self.row.first() if self.row is not None else None
+        if row is None:
+            raise NotFound(f"slot {self.slot_id} not found")
+        return slot_of(row)
+
+
 # Checkout, cancel and reschedule run these; fixed SQL on the driver (see driver_sql).
 _SLOT_COLUMNS = (
     "slot_id",
@@ -129,6 +150,12 @@ _SAVE_SLOT = driver_sql.update_sql(
     by=("slot_id",),
 )
 _ADD_BOOKING = driver_sql.insert_sql(orm.bookings, tuple(orm.bookings.c.keys()))
+# A replayed checkout reads its booking on the driver too: the card checkout runs without
+# an ORM session (UnitOfWorkFactory.transaction_on_driver).
+_GET_BOOKING = driver_sql.select_sql(orm.bookings, tuple(orm.bookings.c.keys()), by=("booking_id",))
+_LOCK_BOOKING = driver_sql.select_sql(
+    orm.bookings, tuple(orm.bookings.c.keys()), by=("booking_id",), for_update=True
+)
 
 
 class BookingRepository:
@@ -176,10 +203,8 @@ class BookingRepository:
     async def _find(self, booking_id: str, for_update: bool) -> Booking | None:
         if not is_uuid(booking_id):
             return None
-        query = select(orm.bookings).where(orm.bookings.c.booking_id == booking_id)
-        if for_update:
-            query = query.with_for_update()
-        row = (await self._session.execute(query)).one_or_none()
+        sql = _LOCK_BOOKING if for_update else _GET_BOOKING
+        row = await driver_sql.fetch_one(self._session, sql, {"booking_id": booking_id})
         return booking_of(row) if row is not None else None
 
 

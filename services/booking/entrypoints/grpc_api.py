@@ -23,7 +23,10 @@ from services.booking.domain.commands import (
 )
 from services.booking.entrypoints import protobuf as pbx
 from services.booking.service_layer import handlers, operations
-from services.booking.service_layer.unit_of_work import UnitOfWorkFactory
+from services.booking.service_layer.unit_of_work import (
+    UnitOfWorkFactory,
+    checkout_transaction,
+)
 
 Context = grpc.aio.ServicerContext[Any, Any]
 
@@ -42,7 +45,7 @@ class BookingServicer(booking_pb2_grpc.BookingServiceServicer):
             request.payment_mode,
             Contact.checked(request.contact),
         )
-        async with self._uows.transaction() as uow:
+        async with checkout_transaction(self._uows, command.payment_mode) as uow:
             return pbx.reply(await handlers.checkout(uow, command))
 
     async def CancelBooking(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -19,6 +19,7 @@ from services.booking.adapters.repository import (
     SlotRepository,
     slot_taken_is_unavailable,
 )
+from services.booking.domain.model import PaymentMode
 
 RELEASE_UNPAID_HOLD = "release_unpaid_hold"
 
@@ -53,6 +54,13 @@ class UnitOfWork(kit.UnitOfWork):
             async with super().writes_together():
                 yield
 
+    @asynccontextmanager
+    async def last_writes(self) -> AsyncIterator[None]:
+        """As writes_together, and the commit travels with the writes."""
+        with slot_taken_is_unavailable():
+            async with super().last_writes():
+                yield
+
     async def schedule_hold_release(self, booking_id: str, due_at: datetime) -> None:
         # Never cancelled: it fires and finds the booking no longer pending. Cancelling it
         # would lock the timer row after the booking row, the opposite of the timer runner.
@@ -61,6 +69,16 @@ class UnitOfWork(kit.UnitOfWork):
 
 
 UnitOfWorkFactory = kit.UnitOfWorkFactory[UnitOfWork]
+
+
+def checkout_transaction(
+    uows: UnitOfWorkFactory, payment_mode: PaymentMode
+) -> AbstractAsyncContextManager[UnitOfWork]:
+    """A card checkout, the hot path, runs on the driver alone (see transaction_on_driver);
+    a pass checkout debits the ledger through the ORM, in an ordinary transaction."""
+    if payment_mode is PaymentMode.CARD:
+        return uows.transaction_on_driver()
+    return uows.transaction()
 
 
 def unit_of_work_factory(
