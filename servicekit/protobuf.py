@@ -8,7 +8,7 @@ Timestamp a caller sent is `servicekit.validation.moment`, which checks its rang
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, overload
 
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -30,15 +30,24 @@ M = TypeVar("M", bound=Message)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def timestamp(at: datetime | None) -> Timestamp:
-    """The moment as a Timestamp; an unset one for None (proto3 has no null). A naive
-    moment is taken as UTC, as protobuf's FromDatetime takes it.
+@overload
+def timestamp(at: datetime) -> Timestamp: ...
+
+
+@overload
+def timestamp(at: datetime | None) -> Timestamp | None: ...
+
+
+def timestamp(at: datetime | None) -> Timestamp | None:
+    """The moment as a Timestamp; None for None, so that a message built with it leaves the
+    field unset (an empty Timestamp would be set, and read as 1970-01-01). A naive moment
+    is taken as UTC, as protobuf's FromDatetime takes it.
 
     Seconds and nanoseconds are worked out here in whole numbers: FromDatetime goes
     through a time tuple in Python, and a checkout's reply and event carry nine moments.
     """
     if at is None:
-        return Timestamp()
+        return None
     since = (at if at.tzinfo is not None else at.replace(tzinfo=UTC)) - _EPOCH
     return Timestamp(seconds=since.days * 86_400 + since.seconds, nanos=since.microseconds * 1000)
 

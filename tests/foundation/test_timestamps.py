@@ -5,7 +5,9 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime, timedelta, timezone
 
+from google.protobuf import json_format
 from google.protobuf.timestamp_pb2 import Timestamp
+from liftfit.notify.v1 import notify_pb2 as npb
 
 from servicekit.protobuf import timestamp
 
@@ -24,4 +26,10 @@ def test_a_moment_becomes_the_timestamp_protobuf_makes_of_it_in_any_zone_or_none
         expected = Timestamp()
         expected.FromDatetime(at)
         assert timestamp(at) == expected, at
-    assert timestamp(None) == Timestamp()
+    assert timestamp(None) is None
+
+
+def test_a_moment_that_is_not_there_leaves_the_field_unset_not_at_1970() -> None:
+    delivery = npb.Delivery(delivery_key="k", sent_at=timestamp(None))
+    assert not delivery.HasField("sent_at")
+    assert not json_format.MessageToDict(delivery).get("sentAt")
