@@ -8,10 +8,15 @@
 #
 # Settings come from deploy/local/platform.env; a setting already in the environment wins
 # (e.g. after `eval "$(deploy/local/infra.sh env)"`, or other ports for a second checkout).
+# PLATFORM_STATE_DIR (default .local) holds the pid files (run/) and logs (log/): a second
+# platform on the same machine (the test of this script) keeps its own.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
-mkdir -p .local/run .local/log
+state_dir="${PLATFORM_STATE_DIR:-.local}"
+run_dir="$state_dir/run"
+log_dir="$state_dir/log"
+mkdir -p "$run_dir" "$log_dir"
 while IFS= read -r line || [[ -n "$line" ]]; do
   [[ "$line" =~ ^([A-Za-z_][A-Za-z0-9_]*)=(.*)$ ]] || continue
   [[ -v "${BASH_REMATCH[1]}" ]] || export "${BASH_REMATCH[1]}=${BASH_REMATCH[2]}"
@@ -40,7 +45,7 @@ pid_alive() {
   [[ -n "$state" && "$state" != Z && "$state" != X ]]
 }
 
-recorded_pid() { if [[ -f ".local/run/$1.pid" ]]; then tr -dc "0-9" <".local/run/$1.pid"; fi; }
+recorded_pid() { if [[ -f "$run_dir/$1.pid" ]]; then tr -dc "0-9" <"$run_dir/$1.pid"; fi; }
 
 # Alive and still our program: a pid number may have been given to another process since.
 running() {
@@ -145,22 +150,22 @@ start() {
     echo "$name: already running (pid $pid)"
     return
   fi
-  [[ -f ".local/run/$name.pid" ]] && echo "$name: not running ($(why_not_running "$pid")): starting it again"
+  [[ -f "$run_dir/$name.pid" ]] && echo "$name: not running ($(why_not_running "$pid")): starting it again"
   t0="$(date +%s%3N)"
-  nohup "$py" -m "$module" </dev/null >>".local/log/$name.log" 2>&1 &
+  nohup "$py" -m "$module" </dev/null >>"$log_dir/$name.log" 2>&1 &
   pid=$!
-  echo "$pid" >".local/run/$name.pid"
+  echo "$pid" >"$run_dir/$name.pid"
   started+=("$name")
   wait_ready "$probe" "$pid" || outcome=$?
   case "$outcome" in
     0) echo "$name: started (pid $pid), ready in $(($(date +%s%3N) - t0)) ms ($probe)" ;;
     3)
-      echo "$name: exited; last lines of .local/log/$name.log:" >&2
-      tail -n 30 ".local/log/$name.log" >&2
+      echo "$name: exited; last lines of $log_dir/$name.log:" >&2
+      tail -n 30 "$log_dir/$name.log" >&2
       exit 1
       ;;
     *)
-      echo "$name: not ready after ${READY_TIMEOUT_S} s; see .local/log/$name.log" >&2
+      echo "$name: not ready after ${READY_TIMEOUT_S} s; see $log_dir/$name.log" >&2
       exit 1
       ;;
   esac
@@ -200,7 +205,7 @@ LIFT & FIT Private Space runs locally:
   mail sandbox (read mails)   http://127.0.0.1:${MAIL_SANDBOX_HTTP_PORT}/messages  (SMTP on ${MAIL_SMTP_HOST}:${MAIL_SMTP_PORT}, /_sandbox fault controls)
   PostgreSQL                  ${pg_url%/*}/{booking,payment,access,notify}
   Kafka                       ${KAFKA_BOOTSTRAP}
-Logs in .local/log/, pid files in .local/run/. Stop everything with: make down
+Logs in $log_dir/, pid files in $run_dir/. Stop everything with: make down
 EOF_INFO
     ;;
   *) echo "usage: $0 up" >&2; exit 2 ;;
