@@ -24,6 +24,7 @@ from servicekit.recurring import Recurring, RecurringJob
 from servicekit.relay import OutboxRelay
 from servicekit.retention import pruning_job
 from servicekit.retry import RetryPolicy
+from servicekit.runtime import ServiceRuntime
 from servicekit.schema import EventingTables
 from servicekit.supervision import Worker
 from servicekit.timers import OutboundJob, TimerHandler, TimerRunner, Timers
@@ -104,3 +105,38 @@ def eventing(
     )
     relay = OutboxRelay(sessions, tables.outbox, producer)
     return Eventing(producer, inbox, consumer, relay, recurring, timer_runner)
+
+
+class ServiceApp:
+    """The face every service's bootstrap() returns: its runtime started, served and stopped
+    the same way. A service adds only what must be open before its workers start and the
+    provider clients to close once they have stopped."""
+
+    runtime: ServiceRuntime  # a field of each service's app
+
+    @property
+    def grpc_port(self) -> int:
+        return self.runtime.grpc_port
+
+    async def start(self) -> None:
+        self.opening()
+        await self.runtime.start()
+
+    async def stop(self) -> None:
+        try:
+            await self.runtime.stop()
+        finally:
+            await self.closing()
+
+    async def serve_until_stopped(self) -> None:
+        self.opening()
+        try:
+            await self.runtime.serve_until_stopped()
+        finally:
+            await self.closing()
+
+    def opening(self) -> None:
+        """What must exist before the workers start; nothing by default."""
+
+    async def closing(self) -> None:
+        """What to close after the runtime stopped; nothing by default."""

@@ -15,7 +15,7 @@ from servicekit.recurring import Recurring
 from servicekit.retry import RetryPolicy
 from servicekit.runtime import ServiceRuntime
 from servicekit.timers import TimerRunner
-from servicekit.wiring import Consumes, TimerWork, effects_of, eventing
+from servicekit.wiring import Consumes, ServiceApp, TimerWork, effects_of, eventing
 from services.access.adapters import orm
 from services.access.adapters.lock_provider import HttpLockProvider, LockProvider
 from services.access.adapters.pin_vault import PinVault
@@ -34,7 +34,7 @@ SERVICE_NAME = access_pb2.DESCRIPTOR.services_by_name["AccessService"].full_name
 
 
 @dataclass
-class AccessApp:
+class AccessApp(ServiceApp):
     settings: Settings
     runtime: ServiceRuntime
     deps: AccessDeps
@@ -42,22 +42,8 @@ class AccessApp:
     timer_runner: TimerRunner
     recurring: Recurring
 
-    @property
-    def grpc_port(self) -> int:
-        return self.runtime.grpc_port
-
-    async def start(self) -> None:
-        await self.runtime.start()
-
-    async def stop(self) -> None:
-        await self.runtime.stop()
+    async def closing(self) -> None:
         await self.deps.provider.aclose()
-
-    async def serve_until_stopped(self) -> None:
-        try:
-            await self.runtime.serve_until_stopped()
-        finally:
-            await self.deps.provider.aclose()
 
 
 def bootstrap(settings: Settings, provider: LockProvider | None = None) -> AccessApp:

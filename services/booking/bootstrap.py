@@ -13,7 +13,7 @@ from servicekit.inbox import Inbox
 from servicekit.relay import OutboxRelay
 from servicekit.runtime import ServiceRuntime
 from servicekit.timers import TimerRunner
-from servicekit.wiring import Consumes, TimerWork, effects_of, eventing
+from servicekit.wiring import Consumes, ServiceApp, TimerWork, effects_of, eventing
 from services.booking.adapters import orm
 from services.booking.entrypoints.consumer import event_handlers
 from services.booking.entrypoints.grpc_api import BookingServicer, registration
@@ -31,23 +31,13 @@ SERVICE_NAME = booking_pb2.DESCRIPTOR.services_by_name["BookingService"].full_na
 
 
 @dataclass
-class BookingApp:
+class BookingApp(ServiceApp):
     settings: Settings
     runtime: ServiceRuntime
     uows: UnitOfWorkFactory
     inbox: Inbox
     timer_runner: TimerRunner
     relay: OutboxRelay
-
-    async def start(self) -> None:
-        await self.runtime.start()
-
-    async def stop(self) -> None:
-        await self.runtime.stop()
-
-    @property
-    def grpc_port(self) -> int:
-        return self.runtime.grpc_port
 
     @property
     def grpc_target(self) -> str:

@@ -14,7 +14,7 @@ from servicekit.recurring import Recurring
 from servicekit.retry import RetryPolicy
 from servicekit.runtime import ServiceRuntime
 from servicekit.timers import TimerRunner
-from servicekit.wiring import Consumes, TimerWork, effects_of, eventing
+from servicekit.wiring import Consumes, ServiceApp, TimerWork, effects_of, eventing
 from services.notify.adapters import orm
 from services.notify.adapters.access_pins import AccessPins, GrpcAccessPins
 from services.notify.adapters.mail_server import MailServer, SmtpMailServer
@@ -35,7 +35,7 @@ CONSUMED = ("booking.events", "payment.events", "access.events")
 
 
 @dataclass
-class NotifyApp:
+class NotifyApp(ServiceApp):
     settings: Settings
     runtime: ServiceRuntime
     deps: NotifyDeps
@@ -43,22 +43,8 @@ class NotifyApp:
     timer_runner: TimerRunner
     recurring: Recurring
 
-    @property
-    def grpc_port(self) -> int:
-        return self.runtime.grpc_port
-
-    async def start(self) -> None:
-        await self.runtime.start()
-
-    async def stop(self) -> None:
-        await self.runtime.stop()
+    async def closing(self) -> None:
         await self.deps.pins.aclose()
-
-    async def serve_until_stopped(self) -> None:
-        try:
-            await self.runtime.serve_until_stopped()
-        finally:
-            await self.deps.pins.aclose()
 
 
 def bootstrap(

@@ -18,7 +18,7 @@ from servicekit.retry import RetryPolicy
 from servicekit.runtime import ServiceRuntime
 from servicekit.supervision import Worker
 from servicekit.timers import TimerRunner
-from servicekit.wiring import Consumes, TimerWork, effects_of, eventing
+from servicekit.wiring import Consumes, ServiceApp, TimerWork, effects_of, eventing
 from services.payment.adapters.card_gateway import CardGateway, HttpCardGateway
 from services.payment.adapters.orm import Tables, build_tables
 from services.payment.entrypoints import grpc_api
@@ -36,7 +36,7 @@ ERROR_DOMAIN = "liftfit.payment"  # the ErrorInfo domain of this service's refus
 
 
 @dataclass
-class PaymentApp:
+class PaymentApp(ServiceApp):
     settings: Settings
     runtime: ServiceRuntime
     deps: PaymentDeps
@@ -47,33 +47,17 @@ class PaymentApp:
     inbox: Inbox
 
     @property
-    def grpc_port(self) -> int:
-        return self.runtime.grpc_port
-
-    @property
     def notification_url(self) -> str:
         return self.receiver.url if self.receiver is not None else ""
 
-    async def start(self) -> None:
+    def opening(self) -> None:
         if self.receiver is not None:
             self.receiver.bind()  # before the workers, so the URL is known at once
-        await self.runtime.start()
 
-    async def stop(self) -> None:
-        await self.runtime.stop()
+    async def closing(self) -> None:
         if self.receiver is not None:
             self.receiver.close()
         await self.deps.gateway.aclose()
-
-    async def serve_until_stopped(self) -> None:
-        if self.receiver is not None:
-            self.receiver.bind()
-        try:
-            await self.runtime.serve_until_stopped()
-        finally:
-            if self.receiver is not None:
-                self.receiver.close()
-            await self.deps.gateway.aclose()
 
 
 def bootstrap(settings: Settings, gateway: CardGateway | None = None) -> PaymentApp:

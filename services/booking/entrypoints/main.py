@@ -8,8 +8,7 @@ from services.booking.settings import Settings
 
 
 async def _serve(settings: Settings) -> None:
-    app = bootstrap(settings)
-    await app.runtime.serve_until_stopped()
+    await bootstrap(settings).serve_until_stopped()
 
 
 main = service_main("booking", Settings.from_env, _serve)
