@@ -22,16 +22,9 @@ from tests.notify.conftest import mail_sandbox, notify_settings  # noqa: F401
 from tests.payment.conftest import card_gateway_url, test_settings  # noqa: F401
 from tests.payment.harness import API_KEY
 from tests.support.sandboxes import MailSandbox
+from tests.support.topics import PLATFORM_TOPICS
 
-TOPICS = {
-    "booking.events": 3,
-    "payment.events": 3,
-    "access.events": 3,
-    "notify.events": 1,
-    "booking.events.dlq": 1,
-    "payment.events.dlq": 1,
-    "access.events.dlq": 1,
-}
+TOPICS = PLATFORM_TOPICS
 
 
 @dataclass

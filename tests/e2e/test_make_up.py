@@ -38,13 +38,11 @@ from servicekit import grpc_server
 from servicekit.errors import reason_of
 from tests.support.infrastructure import Infrastructure, create_database, drop_database
 from tests.support.sandboxes import free_port
-from tests.support.topics import create_topics, delete_topics
+from tests.support.topics import PLATFORM_TOPICS, create_topics, delete_topics
 from tests.support.waiting import eventually
 
 REPO = Path(__file__).resolve().parents[2]
 SERVICES = ("booking", "payment", "access", "notify")
-TOPICS = {name: 1 for name in ("booking.events", "payment.events", "access.events")}
-TOPICS |= {"notify.events": 1} | {f"{name}.dlq": 1 for name in TOPICS}
 DEVICE = "studio-a-door"  # platform.env's default lock
 
 
@@ -108,7 +106,7 @@ def _kill_what_it_started(state: Path) -> None:
 @pytest.fixture
 async def platform(infra: Infrastructure, tmp_path: Path) -> AsyncIterator[Platform]:
     names = {service: f"up_{service}_{uuid.uuid4().hex[:8]}" for service in SERVICES}
-    prefix = await create_topics(infra.kafka_bootstrap, TOPICS)
+    prefix = await create_topics(infra.kafka_bootstrap, PLATFORM_TOPICS)
     state = tmp_path / "state"
     env = _environment(infra, names, prefix, state)
     try:
@@ -130,7 +128,7 @@ async def platform(infra: Infrastructure, tmp_path: Path) -> AsyncIterator[Platf
         yield Platform(env, output)
     finally:
         _kill_what_it_started(state)
-        await delete_topics(infra.kafka_bootstrap, prefix, list(TOPICS))
+        await delete_topics(infra.kafka_bootstrap, prefix, list(PLATFORM_TOPICS))
         for name in names.values():
             drop_database(infra.pg_admin_dsn, name)
 

@@ -33,17 +33,10 @@ from services.notify.adapters import orm
 from services.notify.bootstrap import NotifyApp
 from services.notify.domain.model import message_id
 from tests.support.sandboxes import MailSandbox
+from tests.support.topics import PLATFORM_TOPICS
 from tests.support.waiting import eventually
 
-TOPICS = {
-    "booking.events": 3,
-    "payment.events": 3,
-    "access.events": 3,
-    "notify.events": 1,
-    "booking.events.dlq": 1,
-    "payment.events.dlq": 1,
-    "access.events.dlq": 1,
-}
+TOPICS = PLATFORM_TOPICS
 PRODUCERS = {"booking.events": "booking", "payment.events": "payment", "access.events": "access"}
 
 

@@ -7,6 +7,17 @@ import uuid
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
+# Every topic the four services read or write, for a test that runs them all.
+PLATFORM_TOPICS = {
+    "booking.events": 3,
+    "payment.events": 3,
+    "access.events": 3,
+    "notify.events": 1,
+    "booking.events.dlq": 1,
+    "payment.events.dlq": 1,
+    "access.events.dlq": 1,
+}
+
 
 async def create_topics(bootstrap: str, partitions_by_topic: dict[str, int]) -> str:
     """Creates the topics under a new prefix; returns the prefix."""

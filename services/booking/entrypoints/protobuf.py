@@ -76,7 +76,7 @@ def slot_message(slot: Slot) -> pb.Slot:
 
 
 def booking_message(booking: Booking) -> pb.Booking:
-    message = pb.Booking(
+    return pb.Booking(
         booking_id=booking.booking_id,
         org_id=booking.org_id,
         user=booking.user,
@@ -95,15 +95,10 @@ def booking_message(booking: Booking) -> pb.Booking:
         terms_version=booking.terms_version,
         trace_id=booking.trace_id,
         contact=contacts.message(ev.Contact, booking.contact),
+        created_at=timestamp(booking.created_at),
+        updated_at=timestamp(booking.updated_at),
+        hold_expires_at=timestamp(booking.hold_expires_at),
     )
-    for field, at in (
-        ("created_at", booking.created_at),
-        ("updated_at", booking.updated_at),
-        ("hold_expires_at", booking.hold_expires_at),
-    ):
-        if at is not None:
-            getattr(message, field).CopyFrom(timestamp(at))
-    return message
 
 
 def reply(outcome: BookingOutcome) -> pb.BookingReply:

@@ -9,6 +9,7 @@ import grpc
 from liftfit.payment.v1 import payment_pb2, payment_pb2_grpc
 
 from servicekit import protobuf
+from servicekit.commands import identifier
 from servicekit.contacts import Contact
 from servicekit.protobuf import timestamp
 from services.payment.domain.money import Money
@@ -88,20 +89,20 @@ class PaymentServicer(payment_pb2_grpc.PaymentServiceServicer):
     async def GetOrder(
         self, request: payment_pb2.GetOrderRequest, context: Context
     ) -> payment_pb2.Order:
-        org_id = requests.identifier("org_id", request.org_id)
-        order_id = requests.identifier("order_id", request.order_id)
+        org_id = identifier("org_id", request.org_id)
+        order_id = identifier("order_id", request.order_id)
         return order_message(await handlers.get_order(self._deps, org_id, order_id))
 
     async def GetPayment(
         self, request: payment_pb2.GetPaymentRequest, context: Context
     ) -> payment_pb2.Payment:
-        payment_id = requests.identifier("payment_id", request.payment_id)
+        payment_id = identifier("payment_id", request.payment_id)
         return payment_message(await handlers.get_payment(self._deps, payment_id))
 
     async def GetPaymentForBooking(
         self, request: payment_pb2.GetPaymentForBookingRequest, context: Context
     ) -> payment_pb2.Payment:
-        booking_id = requests.identifier("booking_id", request.booking_id)
+        booking_id = identifier("booking_id", request.booking_id)
         return payment_message(await handlers.get_payment_for_booking(self._deps, booking_id))
 
     async def HandleNotification(

@@ -7,10 +7,10 @@ canonical UUIDs, a list filter is a known state or empty, a notification's body 
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from dataclasses import dataclass
 
 from servicekit import validation
+from servicekit.commands import state_filter
 from servicekit.refusals import invalid_fields_refused
 from servicekit.schema import OPEN, RESOLVED
 from services.payment.domain.errors import InvalidSignature
@@ -25,19 +25,6 @@ INCIDENT_STATES = (OPEN, RESOLVED)
 class Notification:
     raw_body: bytes
     signature_header: str
-
-
-def identifier(field: str, value: str) -> str:
-    with invalid_fields_refused():
-        return validation.canonical_uuid(field, value)
-
-
-def state_filter(value: str, known: Collection[str]) -> str:
-    """A known state, or empty for every state."""
-    if not value:
-        return value
-    with invalid_fields_refused():
-        return validation.one_of("state", value, known)
 
 
 def payment_state_filter(value: str) -> str:
