@@ -55,7 +55,7 @@ class IdentitySettings:
     jwks_refetch_s: int = 60  # an unknown key id fetches the key set again at most this often
 
     @classmethod
-    def from_environment(cls) -> IdentitySettings:
+    def from_env(cls) -> IdentitySettings:
         # No default mode: a gateway that fell back to dev mode would let anyone be anyone.
         raw = config.required("GATEWAY_IDENTITY")
         if raw not in tuple(IdentityMode):
@@ -85,16 +85,34 @@ class Authenticator(ABC):
     async def caller(self, headers: Mapping[str, str]) -> str | None:
         """The user name, or None when the request proves no identity."""
 
+    async def aclose(self) -> None:
+        """Releases what the authenticator holds open (a key set's HTTP client)."""
+        return None
 
-def authenticator(settings: IdentitySettings, http: httpx.AsyncClient) -> Authenticator:
-    """The authenticator the settings ask for; `http` fetches a key set from a URL."""
+    @classmethod
+    def from_env(cls) -> Authenticator:
+        """The authenticator the environment's settings ask for; raises SettingError."""
+        settings = IdentitySettings.from_env()
+        if settings.mode is IdentityMode.DEV:
+            return DevAuthenticator()
+        # No connection is made here: the key set is fetched when the first token comes.
+        return authenticator(settings, httpx.AsyncClient(), owns_http=True)
+
+
+def authenticator(
+    settings: IdentitySettings, http: httpx.AsyncClient, owns_http: bool = False
+) -> Authenticator:
+    """The authenticator the settings ask for; `http` fetches a key set from a URL, and is
+    closed by the authenticator's aclose() only when it `owns_http`."""
     if settings.mode is IdentityMode.DEV:
         return DevAuthenticator()
     source: KeySetSource = (
         KeySetUrl(settings.jwks_url, http) if settings.jwks_url else KeySetFile(settings.jwks_file)
     )
     keys = SigningKeys(source, settings.jwks_refetch_s)
-    return BearerAuthenticator(keys, settings.issuer, settings.audience)
+    return BearerAuthenticator(
+        keys, settings.issuer, settings.audience, http if owns_http else None
+    )
 
 
 class DevAuthenticator(Authenticator):
@@ -103,10 +121,21 @@ class DevAuthenticator(Authenticator):
 
 
 class BearerAuthenticator(Authenticator):
-    def __init__(self, keys: SigningKeys, issuer: str, audience: str) -> None:
+    def __init__(
+        self,
+        keys: SigningKeys,
+        issuer: str,
+        audience: str,
+        owned_http: httpx.AsyncClient | None = None,
+    ) -> None:
         self._keys = keys
         self._issuer = issuer
         self._audience = audience
+        self._owned_http = owned_http
+
+    async def aclose(self) -> None:
+        if self._owned_http is not None:
+            await self._owned_http.aclose()
 
     async def caller(self, headers: Mapping[str, str]) -> str | None:
         authorization = _header(headers, "authorization") or ""

@@ -59,7 +59,7 @@ class LagSettings:
     group_prefix: str
 
     @classmethod
-    def from_environment(cls) -> LagSettings:
+    def from_env(cls) -> LagSettings:
         return cls(config.required("KAFKA_BOOTSTRAP"), config.optional("TOPIC_PREFIX", ""))
 
 

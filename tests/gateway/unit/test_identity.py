@@ -25,6 +25,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
 from gateway_bff.identity import (
+    Authenticator,
     BearerAuthenticator,
     DevAuthenticator,
     IdentityMode,
@@ -276,20 +277,20 @@ def test_jwt_mode_without_its_settings_refuses_to_start(monkeypatch: pytest.Monk
     monkeypatch.delenv("GATEWAY_JWT_ISSUER", raising=False)
     monkeypatch.delenv("GATEWAY_JWT_JWKS_URL", raising=False)
     with pytest.raises(SettingError, match="GATEWAY_JWT_ISSUER"):
-        IdentitySettings.from_environment()
+        IdentitySettings.from_env()
     monkeypatch.setenv("GATEWAY_JWT_ISSUER", ISSUER)
     monkeypatch.delenv("GATEWAY_JWT_JWKS_FILE")
     with pytest.raises(SettingError, match="GATEWAY_JWT_JWKS_URL"):
-        IdentitySettings.from_environment()
+        IdentitySettings.from_env()
 
 
 def test_the_identity_mode_has_no_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GATEWAY_IDENTITY", raising=False)
     with pytest.raises(SettingError, match="GATEWAY_IDENTITY"):
-        IdentitySettings.from_environment()
+        IdentitySettings.from_env()
     monkeypatch.setenv("GATEWAY_IDENTITY", "none")
     with pytest.raises(SettingError, match="GATEWAY_IDENTITY"):
-        IdentitySettings.from_environment()
+        IdentitySettings.from_env()
 
 
 def test_jwt_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -298,6 +299,25 @@ def test_jwt_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("GATEWAY_JWT_AUDIENCE", AUDIENCE)
     monkeypatch.setenv("GATEWAY_JWT_JWKS_URL", "https://issuer.example/jwks.json")
     monkeypatch.delenv("GATEWAY_JWT_JWKS_FILE", raising=False)
-    assert IdentitySettings.from_environment() == IdentitySettings(
+    assert IdentitySettings.from_env() == IdentitySettings(
         IdentityMode.JWT, ISSUER, AUDIENCE, jwks_url="https://issuer.example/jwks.json"
     )
+
+
+async def test_the_environment_picks_the_authenticator(
+    monkeypatch: pytest.MonkeyPatch, jwks_file: Path
+) -> None:
+    monkeypatch.setenv("GATEWAY_IDENTITY", "dev")
+    dev = Authenticator.from_env()
+    assert await dev.caller({"X-Dev-User": "ops"}) == "ops"
+    monkeypatch.setenv("GATEWAY_IDENTITY", "jwt")
+    monkeypatch.setenv("GATEWAY_JWT_ISSUER", ISSUER)
+    monkeypatch.setenv("GATEWAY_JWT_AUDIENCE", AUDIENCE)
+    monkeypatch.setenv("GATEWAY_JWT_JWKS_FILE", str(jwks_file))
+    monkeypatch.delenv("GATEWAY_JWT_JWKS_URL", raising=False)
+    bearer = Authenticator.from_env()
+    try:
+        assert await bearer.caller({"X-Dev-User": "ops"}) is None
+        assert await bearer.caller(_bearer(_token(_claims()))) == "alice"
+    finally:
+        await bearer.aclose()
