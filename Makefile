@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 VENV_STAMP := .venv/.installed
 
-.PHONY: install protos lint contracts release-contracts test test-only up down status infra-up bench bench-relay bench-booking lock
+.PHONY: install protos lint contracts release-contracts test test-only up down status infra-up bench bench-relay bench-booking bench-gateway lock
 
 install: $(VENV_STAMP) build/gen/liftfit
 
@@ -62,7 +62,7 @@ down:
 status:
 	bash deploy/local/infra.sh status
 
-bench: bench-relay bench-booking
+bench: bench-relay bench-booking bench-gateway
 
 bench-relay: install infra-up
 	$(PY) -m benchmarks.relay
@@ -75,3 +75,9 @@ $(GHZ):
 
 bench-booking: install infra-up $(GHZ)
 	$(PY) -m benchmarks.booking
+
+# The gateway against the booking service straight: wrk (Debian's package) drives the HTTP
+# side, ghz the gRPC side.
+bench-gateway: install infra-up $(GHZ)
+	@command -v wrk >/dev/null || apt-get install -y wrk
+	$(PY) -m benchmarks.gateway

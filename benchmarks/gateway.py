@@ -1,0 +1,278 @@
+"""What the gateway adds to a call: the same reads and checkouts through the gateway's HTTP
+API and straight to the booking service over gRPC, side by side in one run.
+
+    make bench-gateway      (.venv/bin/python -m benchmarks.gateway)
+
+Starts the platform as `make up` does (`scripts/platform.sh up`, as tests/e2e/test_make_up.py
+runs it: fresh databases the script migrates, its own topics and free ports, pid files and
+logs in a temporary PLATFORM_STATE_DIR), the gateway in development mode. Through the
+gateway's operator API: a studio, its slots, an organisation and a member, and one booking
+to read. Then, in each of BENCH_ROUNDS rounds, for BENCH_SECONDS each:
+
+1. wrk, 32 connections on 2 threads: `GET /v1/orgs/{org}/bookings/{id}`;
+2. ghz, 32 concurrent clients: the booking service's GetBooking of the same booking;
+3. wrk: `POST /v1/orgs/{org}/bookings`, each request a fresh Idempotency-Key and a free slot
+   by card (benchmarks/gateway.lua);
+4. ghz: the booking service's Checkout, each on a free slot by card.
+
+Prints each load's p50 and p99 (the median over the rounds), the p50 the gateway adds to
+each call, and one JSON object on the last line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import tempfile
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from benchmarks.platform import Platform, running_platform
+from servicekit.runtime import run_event_loop
+from tests.support.infrastructure import REPO_ROOT, Infrastructure, ensure_infrastructure
+
+CONNECTIONS = 32
+THREADS = 2
+SECONDS = int(os.environ.get("BENCH_SECONDS", "5"))
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
+GATEWAY_CHECKOUTS = int(os.environ.get("BENCH_GATEWAY_SLOTS", "3000"))  # slots per round
+DIRECT_CHECKOUTS = int(os.environ.get("BENCH_CHECKOUTS", "1500"))  # per round
+GHZ = Path(os.environ.get("GHZ", REPO_ROOT / ".local" / "bin" / "ghz"))
+WRK = os.environ.get("WRK", "wrk")
+LUA = Path(__file__).with_name("gateway.lua")
+PROTO = REPO_ROOT / "protos" / "liftfit" / "booking" / "v1" / "booking.proto"
+BOOKING = "liftfit.booking.v1.BookingService"
+MEMBER = "bench"
+SLOTS_PER_REQUEST = 500
+
+
+@dataclass(frozen=True)
+class Load:
+    """One load's figures: latencies in ms, answers per second, answers that were not OK."""
+
+    p50_ms: float
+    p99_ms: float
+    per_s: float
+    failed: int
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """What the loads use: the organisation, a booking to read, free slots by load."""
+
+    org_id: str
+    booking_id: str
+    gateway_slots: list[list[str]]  # per round
+    direct_slots: list[list[str]]  # per round
+
+
+async def _post(http: httpx.AsyncClient, path: str, body: dict[str, Any], user: str) -> Any:
+    headers = {"X-Dev-User": user, "Idempotency-Key": uuid.uuid4().hex}
+    response = await http.post(path, json=body, headers=headers)
+    if response.status_code != 201:
+        raise RuntimeError(f"POST {path}: {response.status_code} {response.text[:500]}")
+    return response.json()
+
+
+async def _create_slots(http: httpx.AsyncClient, space_id: str, count: int) -> list[str]:
+    # Slots are sold only before they start.
+    start = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) + timedelta(days=7)
+    price = {"amount": 45000, "currency": "CZK"}
+    slot_ids: list[str] = []
+    for first in range(0, count, SLOTS_PER_REQUEST):
+        hours = range(first, min(first + SLOTS_PER_REQUEST, count))
+        slots = [
+            {
+                "starts_at": (start + timedelta(hours=h)).isoformat().replace("+00:00", "Z"),
+                "ends_at": (start + timedelta(hours=h + 1)).isoformat().replace("+00:00", "Z"),
+                "price": price,
+            }
+            for h in hours
+        ]
+        created = await _post(http, f"/v1/ops/spaces/{space_id}/slots", {"slots": slots}, "ops")
+        listed = created["slots"] if isinstance(created, dict) else created
+        slot_ids += [slot["slot_id"] for slot in listed]
+    return slot_ids
+
+
+async def prepare(gateway: str) -> Catalogue:
+    """Everything through the gateway's operator API, as an operator would."""
+    per_round = GATEWAY_CHECKOUTS + DIRECT_CHECKOUTS
+    async with httpx.AsyncClient(base_url=gateway, timeout=60) as http:
+        space = await _post(http, "/v1/ops/spaces", {"name": "bench", "timezone": "UTC"}, "ops")
+        slots = await _create_slots(http, space["space_id"], ROUNDS * per_round + 1)
+        org = await _post(http, "/v1/ops/orgs", {"name": "bench"}, "ops")
+        org_id = org["org_id"]
+        await _post(
+            http, f"/v1/ops/orgs/{org_id}/members", {"user": MEMBER, "role": "member"}, "ops"
+        )
+        body = {"slot_id": slots[-1], "party_size": 1, "payment_mode": "card"}
+        booking = await _post(http, f"/v1/orgs/{org_id}/bookings", body, MEMBER)
+    rounds = [slots[i * per_round : (i + 1) * per_round] for i in range(ROUNDS)]
+    return Catalogue(
+        org_id,
+        booking["booking_id"],
+        [chunk[:GATEWAY_CHECKOUTS] for chunk in rounds],
+        [chunk[GATEWAY_CHECKOUTS:] for chunk in rounds],
+    )
+
+
+async def wrk(url: str, *script_args: str) -> Load:
+    """wrk with benchmarks/gateway.lua, whose done() prints the figures as a JSON line."""
+    command = [
+        WRK,
+        f"-t{THREADS}",
+        f"-c{CONNECTIONS}",
+        f"-d{SECONDS}s",
+        "-H",
+        f"X-Dev-User: {MEMBER}",
+    ]
+    process = await asyncio.create_subprocess_exec(
+        *command, "-s", str(LUA), url, "--", *script_args, stdout=asyncio.subprocess.PIPE
+    )
+    output, _ = await process.communicate()
+    if process.returncode != 0:
+        raise RuntimeError(f"wrk failed with {process.returncode}")
+    figures = json.loads(output.decode().strip().splitlines()[-1])
+    answered = figures["requests"]
+    return Load(
+        p50_ms=figures["p50_us"] / 1000,
+        p99_ms=figures["p99_us"] / 1000,
+        per_s=answered / (figures["duration_us"] / 1e6),
+        failed=figures["status_errors"] + figures["socket_errors"],
+    )
+
+
+async def ghz(
+    target: str, method: str, data: list[dict[str, Any]] | dict[str, Any], *args: str
+) -> Load:
+    """ghz straight to the booking service; each request takes the next data item."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as data_file:
+        json.dump(data, data_file)
+    command = [
+        str(GHZ),
+        "--insecure",
+        f"--proto={PROTO}",
+        f"--import-paths={REPO_ROOT / 'protos'}",
+        f"--call={BOOKING}.{method}",
+        f"--data-file={data_file.name}",
+        f"--concurrency={CONNECTIONS}",
+        "--format=json",
+        *args,
+        target,
+    ]
+    process = await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.PIPE)
+    output, _ = await process.communicate()
+    os.unlink(data_file.name)
+    if process.returncode not in (0, 1):  # 1: some calls failed; counted below
+        raise RuntimeError(f"ghz failed with {process.returncode}")
+    report = json.loads(output)
+    details = report.get("details") or []
+    latencies = sorted(item["latency"] / 1e6 for item in details)
+    return Load(
+        p50_ms=_percentile(latencies, 0.5),
+        p99_ms=_percentile(latencies, 0.99),
+        per_s=len(details) / (report["total"] / 1e9),
+        failed=sum(item["status"] != "OK" for item in details),
+    )
+
+
+def _percentile(ordered: list[float], share: float) -> float:
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else 0.0
+
+
+LOADS = ("gateway_get", "direct_get", "gateway_post", "direct_post")
+
+
+async def one_round(platform: Platform, catalogue: Catalogue, number: int) -> dict[str, Load]:
+    org, booking = catalogue.org_id, catalogue.booking_id
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as slot_file:
+        slot_file.write("\n".join(catalogue.gateway_slots[number]))
+    checkouts = [
+        {
+            "org_id": org,
+            "user": MEMBER,
+            "idempotency_key": f"direct-{number}-{i}",
+            "slot_id": slot,
+            "party_size": 1,
+            "payment_mode": "card",
+        }
+        for i, slot in enumerate(catalogue.direct_slots[number])
+    ]
+    try:
+        return {
+            "gateway_get": await wrk(f"{platform.gateway}/v1/orgs/{org}/bookings/{booking}", "get"),
+            "direct_get": await ghz(
+                platform.booking,
+                "GetBooking",
+                {"org_id": org, "booking_id": booking},
+                f"--duration={SECONDS}s",
+            ),
+            "gateway_post": await wrk(
+                f"{platform.gateway}/v1/orgs/{org}/bookings",
+                "post",
+                slot_file.name,
+                str(THREADS),
+                f"wrk-{number}-{uuid.uuid4().hex[:8]}",
+            ),
+            "direct_post": await ghz(
+                platform.booking, "Checkout", checkouts, f"--total={len(checkouts)}"
+            ),
+        }
+    finally:
+        os.unlink(slot_file.name)
+
+
+def _median(rounds: list[dict[str, Load]], load: str, figure: str) -> float:
+    return float(statistics.median(getattr(figures[load], figure) for figures in rounds))
+
+
+def summarise(rounds: list[dict[str, Load]]) -> dict[str, float | int]:
+    what = {
+        "gateway_get": f"gateway GET a booking (wrk, {CONNECTIONS} connections, {THREADS} threads)",
+        "direct_get": f"booking GetBooking over gRPC (ghz, {CONNECTIONS} clients)",
+        "gateway_post": "gateway POST a card checkout (wrk, fresh key, free slot)",
+        "direct_post": "booking Checkout by card over gRPC (ghz, free slots)",
+    }
+    summary: dict[str, float | int] = {}
+    print(f"medians of {len(rounds)} rounds of {SECONDS} s each")
+    for load in LOADS:
+        p50, p99 = _median(rounds, load, "p50_ms"), _median(rounds, load, "p99_ms")
+        per_s = _median(rounds, load, "per_s")
+        failed = sum(figures[load].failed for figures in rounds)
+        print(f"{what[load]}: p50 {p50:.2f} ms, p99 {p99:.2f} ms, {per_s:.0f}/s, {failed} not OK")
+        summary |= {
+            f"{load}_p50_ms": round(p50, 2),
+            f"{load}_p99_ms": round(p99, 2),
+            f"{load}_per_s": round(per_s, 1),
+            f"{load}_not_ok": failed,
+        }
+    for call in ("get", "post"):
+        added = summary[f"gateway_{call}_p50_ms"] - summary[f"direct_{call}_p50_ms"]
+        print(f"the gateway adds to a {call.upper()}'s p50: {added:.2f} ms")
+        summary[f"added_{call}_p50_ms"] = round(added, 2)
+    return summary
+
+
+async def _measure(infra: Infrastructure) -> None:
+    async with running_platform(infra) as platform:
+        catalogue = await prepare(platform.gateway)
+        rounds = [await one_round(platform, catalogue, number) for number in range(ROUNDS)]
+    print(json.dumps(summarise(rounds)))
+
+
+def main() -> None:
+    if not GHZ.exists():
+        raise SystemExit(f"{GHZ} is missing: `make bench-gateway` builds it")
+    run_event_loop(_measure(ensure_infrastructure()))
+
+
+if __name__ == "__main__":
+    main()
