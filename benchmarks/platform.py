@@ -18,6 +18,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
+
 from tests.support.infrastructure import (
     REPO_ROOT,
     Infrastructure,
@@ -117,5 +119,15 @@ async def _platform_up(env: dict[str, str], state: Path) -> None:
     if script.returncode != 0:
         logs = "\n".join(p.read_text()[-2000:] for p in (state / "log").glob("*.log"))
         raise RuntimeError(f"platform.sh up failed:\n{output.decode()}\n{logs}")
-    if "gateway" not in output.decode():
-        raise RuntimeError("platform.sh started no gateway: is gateway_bff on this branch?")
+    await gateway_answers(f"http://{env['GATEWAY_ADDRESS']}")
+
+
+async def gateway_answers(gateway: str) -> None:
+    async with httpx.AsyncClient(timeout=5) as http:
+        try:
+            (await http.get(f"{gateway}/healthz")).raise_for_status()
+        except httpx.HTTPError as error:
+            raise RuntimeError(
+                f"no gateway answers at {gateway} ({type(error).__name__}): "
+                "does this branch's platform.sh start gateway_bff?"
+            ) from None
