@@ -96,7 +96,10 @@ class ConsumerLag:
                 if group.startswith(self._settings.group_prefix)
             )
             committed = {group: await admin.list_consumer_group_offsets(group) for group in groups}
-            assigned = _assigned(await admin.describe_consumer_groups(groups)) if groups else {}
+            # One group per request: aiokafka 0.14 decodes a DescribeGroups v3 answer with
+            # the v2 layout, which holds for one group and misreads the second.
+            descriptions = [await admin.describe_consumer_groups([group]) for group in groups]
+            assigned = _assigned(response for found in descriptions for response in found)
             read = {group: {*committed[group], *assigned.get(group, ())} for group in groups}
             topics = {tp.topic for tps in read.values() for tp in tps}
             partitions = await _partitions_of(admin, topics)

@@ -97,6 +97,25 @@ async def test_lag_is_end_minus_committed_per_partition_of_each_service_group(
     assert [group.lag for group in groups] == [8, 3]
 
 
+async def test_every_group_under_the_prefix_is_read_however_many_share_a_coordinator(
+    kafka_bootstrap: str, new_topics: NewTopics
+) -> None:
+    prefix = await new_topics({"access.events": 3})
+    topic = f"{prefix}access.events"
+    await _produce(kafka_bootstrap, topic)
+    services = ("access", "booking", "notify", "payment")
+    async with contextlib.AsyncExitStack() as members:
+        for service in services:
+            await members.enter_async_context(
+                _member_that_commits_nothing(kafka_bootstrap, f"{prefix}{service}", topic)
+            )
+        groups = await ConsumerLag(LagSettings(kafka_bootstrap, prefix)).read()
+
+    assert [(group.group, group.lag) for group in groups] == [
+        (f"{prefix}{service}", 8) for service in services
+    ]
+
+
 @pytest.fixture
 def closed_port() -> Iterator[int]:
     with socket.socket() as probe:
