@@ -1,0 +1,1 @@
+"""The gateway (backend for frontend): the public HTTP API that web clients and operators call."""
