@@ -6,10 +6,21 @@ knows) are the service's to check: the gateway does not keep a second copy of th
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt
+from pydantic import StrictStr as _StrictStr
 
+
+def _printable(value: str) -> str:
+    # Control characters (a NUL above all, which PostgreSQL refuses in text) are refused
+    # here, as the services refuse them, rather than failing deeper down.
+    if not value.isprintable():
+        raise ValueError("must be printable text")
+    return value
+
+
+StrictStr = Annotated[_StrictStr, AfterValidator(_printable)]
 Text = Field(min_length=1, max_length=200)
 
 

@@ -4,6 +4,7 @@ and so can a reader: create a booking, then read, cancel or move it)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from gateway_bff.problems import PROBLEM_JSON
@@ -65,17 +66,20 @@ class Answers:
 ANSWERS = Answers()
 
 
-def links(**targets: tuple[str, dict[str, str]]) -> dict[str, Any]:
-    """OpenAPI links: name -> (operationId, parameters as runtime expressions)."""
-    return {
-        name: {"operationId": operation, "parameters": parameters}
-        for name, (operation, parameters) in targets.items()
-    }
+Link = tuple[str, Mapping[str, str]] | tuple[str, Mapping[str, str], Mapping[str, Any]]
 
 
-def answer(
-    status: int, description: str, **link_targets: tuple[str, dict[str, str]]
-) -> dict[int | str, dict[str, Any]]:
+def links(**targets: Link) -> dict[str, Any]:
+    """OpenAPI links: name -> (operationId, parameters as runtime expressions[, body])."""
+    made: dict[str, Any] = {}
+    for name, target in targets.items():
+        made[name] = {"operationId": target[0], "parameters": target[1]}
+        if len(target) == 3:
+            made[name]["requestBody"] = target[2]
+    return made
+
+
+def answer(status: int, description: str, **link_targets: Link) -> dict[int | str, dict[str, Any]]:
     """A success answer with its links, to merge into an operation's `responses`."""
     entry: dict[str, Any] = {"description": description}
     if link_targets:

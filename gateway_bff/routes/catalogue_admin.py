@@ -21,6 +21,7 @@ from gateway_bff.store.directory import NewMember, UnknownOrg
 
 router = APIRouter(prefix="/v1/ops", tags=["operations"])
 _SPACE = {"space_id": "$response.body#/space_id"}
+_ORG = {"org_id": "$response.body#/org_id"}
 
 
 @router.post(
@@ -78,7 +79,12 @@ async def create_slots(space_id: str, body: bodies.NewSlots, request: Request) -
         **answer(
             201,
             "The organisation",
-            AddMember=("addMember", {"org_id": "$response.body#/org_id"}),
+            # The operator who made it can make themselves its owner, and then act in it.
+            AddMember=(
+                "addMember",
+                {"org_id": "$response.body#/org_id"},
+                {"user": "$request.header.X-Dev-User", "role": "owner"},
+            ),
         ),
     },
     operation_id="createOrg",
@@ -93,7 +99,17 @@ async def create_org(body: bodies.NewOrg, request: Request) -> JSONResponse:
     "/orgs/{org_id}/members",
     status_code=201,
     response_model=resources.Member,
-    responses=ANSWERS.operator(404),
+    responses={
+        **ANSWERS.operator(404),
+        **answer(
+            201,
+            "The member",
+            ListBookings=("listBookings", _ORG),
+            CreateBooking=("createBooking", _ORG),
+            CreateOrder=("createOrder", _ORG),
+            GetPasses=("getPasses", _ORG),
+        ),
+    },
     operation_id="addMember",
 )
 async def add_member(org_id: str, body: bodies.NewMember, request: Request) -> JSONResponse:
