@@ -34,7 +34,7 @@ infra-up:
 lint: install
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
-	.venv/bin/mypy servicekit services sandboxes tests benchmarks
+	.venv/bin/mypy servicekit services gateway_bff sandboxes tests benchmarks
 
 # The contracts first: Buf's lint and breaking check on protos/, then the contract tests,
 # listed one by one so the output says what they checked.

@@ -33,6 +33,7 @@ processes=(
   "payment|services.payment|grpc://${PAYMENT_GRPC_ADDRESS}"
   "access|services.access|grpc://${ACCESS_GRPC_ADDRESS}"
   "notify|services.notify|grpc://${NOTIFY_GRPC_ADDRESS}"
+  "gateway|gateway_bff|http://${GATEWAY_ADDRESS}/healthz"
 )
 
 # The same test as pid_alive in deploy/local/infra.sh: /proc has the process and it is not
@@ -139,7 +140,7 @@ PY
 # else writes it, and every start compiled its ~70 modules of this repository again: 8% of
 # the ~2.4 billion instructions a start costs, nearly all of them imports, which is what a
 # restart waits for on a busy machine.
-compile_bytecode() { "$py" -m compileall -q servicekit services sandboxes build/gen >/dev/null; }
+compile_bytecode() { "$py" -m compileall -q servicekit services gateway_bff sandboxes build/gen >/dev/null; }
 
 started=()
 
@@ -178,7 +179,8 @@ migrate() {
   "$py" -m servicekit.migrate upgrade payment --url "$PAYMENT_MIGRATION_DATABASE_URL"
   "$py" -m servicekit.migrate upgrade access --url "$ACCESS_MIGRATION_DATABASE_URL"
   "$py" -m servicekit.migrate upgrade notify --url "$NOTIFY_MIGRATION_DATABASE_URL"
-  echo "schemas: booking, payment, access and notify at their head revisions"
+  "$py" -m servicekit.migrate upgrade gateway --url "$GATEWAY_MIGRATION_DATABASE_URL"
+  echo "schemas: booking, payment, access, notify and gateway at their head revisions"
 }
 
 case "${1:-up}" in
@@ -195,15 +197,16 @@ case "${1:-up}" in
     cat <<EOF_INFO
 
 LIFT & FIT Private Space runs locally:
+  gateway (public HTTP API)   http://${GATEWAY_ADDRESS}  (OpenAPI at /openapi.json, docs at /docs; X-Dev-User: ops is an operator)
   booking service (gRPC)      ${BOOKING_GRPC_ADDRESS}
   payment service (gRPC)      ${PAYMENT_GRPC_ADDRESS}
   access service (gRPC)       ${ACCESS_GRPC_ADDRESS}
   notify service (gRPC)       ${NOTIFY_GRPC_ADDRESS}
-  payment notifications       http://${PAYMENT_NOTIFICATION_RECEIVER_ADDRESS}/v1/payments/notifications
+  payment notifications       http://${GATEWAY_ADDRESS}/v1/payments/notifications
   sandbox card gateway        http://127.0.0.1:${CARD_GATEWAY_PORT}  (hosted payment pages, /_sandbox fault controls)
   sandbox lock provider       http://127.0.0.1:${LOCK_PROVIDER_PORT}  (access codes, the door at /_sandbox/door, fault controls)
   mail sandbox (read mails)   http://127.0.0.1:${MAIL_SANDBOX_HTTP_PORT}/messages  (SMTP on ${MAIL_SMTP_HOST}:${MAIL_SMTP_PORT}, /_sandbox fault controls)
-  PostgreSQL                  ${pg_url%/*}/{booking,payment,access,notify}
+  PostgreSQL                  ${pg_url%/*}/{booking,payment,access,notify,gateway}
   Kafka                       ${KAFKA_BOOTSTRAP}
 Logs in $log_dir/, pid files in $run_dir/. Stop everything with: make down
 EOF_INFO

@@ -189,9 +189,18 @@ async def start_server(
     return server, port, server_health
 
 
-def channel(target: str) -> grpc.aio.Channel:
+# A caller that answers people reconnects soon after a service comes back: gRPC's own
+# backoff grows to two minutes, during which every call would fail at once.
+PROMPT_RECONNECT: Sequence[tuple[str, int]] = (
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+)
+
+
+def channel(target: str, options: Sequence[tuple[str, int]] = ()) -> grpc.aio.Channel:
     interceptors: list[Any] = [TracingClientInterceptor()]
-    return grpc.aio.insecure_channel(target, interceptors=interceptors)
+    return grpc.aio.insecure_channel(target, options=list(options), interceptors=interceptors)
 
 
 async def abort_with_reason(

@@ -18,7 +18,7 @@ from servicekit import migrations
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m servicekit.migrate")
     parser.add_argument("action", choices=["upgrade", "check", "revision"])
-    parser.add_argument("service", choices=["booking", "payment", "access", "notify"])
+    parser.add_argument("service", choices=["booking", "payment", "access", "notify", "gateway"])
     parser.add_argument("--url", default=os.environ.get("MIGRATION_DATABASE_URL", ""))
     parser.add_argument("--runtime-role", default=os.environ.get("RUNTIME_DATABASE_ROLE", ""))
     parser.add_argument("-m", "--message", default="")

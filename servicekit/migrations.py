@@ -7,7 +7,9 @@ by a Kubernetes Job), connected as the database's owner. After the upgrade the r
 role is granted what it needs on every table, so a new table needs no extra step.
 
 Each service keeps its revisions in `services/<service>/adapters/migrations/`, whose
-`env.py` only names the service's metadata; the mechanics live here once.
+`env.py` only names the service's metadata; the mechanics live here once. The gateway,
+which is no bounded context, keeps its own tables (organisations, members, operators) the
+same way in `gateway_bff/store/`.
 """
 
 from __future__ import annotations
@@ -32,15 +34,17 @@ class ServiceSchema:
 
     name: str
     metadata: Callable[[], MetaData]
+    package: str
 
     @property
     def script_location(self) -> str:
-        return f"services.{self.name}.adapters:migrations"
+        return f"{self.package}:migrations"
 
 
 def schema_of(service: str) -> ServiceSchema:
-    orm = import_module(f"services.{service}.adapters.orm")
-    return ServiceSchema(service, orm.schema_metadata)
+    package = "gateway_bff.store" if service == "gateway" else f"services.{service}.adapters"
+    orm = import_module(f"{package}.orm")
+    return ServiceSchema(service, orm.schema_metadata, package)
 
 
 def alembic_config(schema: ServiceSchema, url: str) -> Config:

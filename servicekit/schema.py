@@ -192,3 +192,8 @@ def _idempotency_keys(metadata: MetaData) -> Table:
         now_column("created_at"),
         PrimaryKeyConstraint("org_id", "operation", "key_hash", name="idempotency_keys_pkey"),
     )
+
+
+def audit_log(metadata: MetaData) -> Table:
+    """The audit log alone, for a process that keeps one without the eventing tables."""
+    return _audit_log(metadata)

@@ -46,7 +46,7 @@ PG_PASSWORD=liftfit
 # The role the services run as: rows only, no CREATE (schemas come from migrations).
 PG_RUNTIME_USER=liftfit_app
 PG_RUNTIME_PASSWORD=liftfit_app
-PG_DATABASES=(booking payment access notify)
+PG_DATABASES=(booking payment access notify gateway)
 
 KAFKA_PORT="${KAFKA_PORT:-19092}"
 KAFKA_CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-19093}"

@@ -12,13 +12,8 @@ the access mail with that PIN. Every process the script started is killed at the
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import os
-import signal
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -36,101 +31,17 @@ from liftfit.payment.v1 import payment_pb2_grpc
 
 from servicekit import grpc_server
 from servicekit.errors import reason_of
-from tests.support.infrastructure import Infrastructure, create_database, drop_database
-from tests.support.sandboxes import free_port
-from tests.support.topics import PLATFORM_TOPICS, create_topics, delete_topics
+from tests.support.infrastructure import Infrastructure
+from tests.support.platform import Platform, started_platform
 from tests.support.waiting import eventually
 
-REPO = Path(__file__).resolve().parents[2]
-SERVICES = ("booking", "payment", "access", "notify")
 DEVICE = "studio-a-door"  # platform.env's default lock
-
-
-@dataclass
-class Platform:
-    env: dict[str, str]
-    output: str
-
-    def address(self, name: str) -> str:
-        return self.env[name]
-
-    def url(self, port: str) -> str:
-        return f"http://127.0.0.1:{self.env[port]}"
-
-
-def _environment(
-    infra: Infrastructure, names: dict[str, str], prefix: str, state: Path
-) -> dict[str, str]:
-    ports = {name: str(free_port()) for name in ("card", "lock", "mail_http", "mail_smtp", "hook")}
-    env = {**os.environ, "PLATFORM_STATE_DIR": str(state), "TOPIC_PREFIX": prefix}
-    env["KAFKA_BOOTSTRAP"] = infra.kafka_bootstrap
-    for service, name in names.items():
-        owner = create_database(infra.pg_admin_dsn, name).replace(
-            "postgresql://", "postgresql+psycopg://", 1
-        )
-        upper = service.upper()
-        env[f"{upper}_MIGRATION_DATABASE_URL"] = owner
-        env[f"{upper}_DATABASE_URL"] = _as_runtime_role(owner)
-        env[f"{upper}_GRPC_ADDRESS"] = f"127.0.0.1:{free_port()}"
-    receiver = f"127.0.0.1:{ports['hook']}"
-    env |= {
-        "PAYMENT_NOTIFICATION_RECEIVER_ADDRESS": receiver,
-        "PAYMENT_RETURN_URL": f"http://{receiver}/v1/payments/return",
-        "CARD_GATEWAY_PORT": ports["card"],
-        "CARD_GATEWAY_URL": f"http://127.0.0.1:{ports['card']}",
-        "CARD_GATEWAY_NOTIFY_URL": f"http://{receiver}/v1/payments/notifications",
-        "LOCK_PROVIDER_PORT": ports["lock"],
-        "LOCK_PROVIDER_URL": f"http://127.0.0.1:{ports['lock']}",
-        "MAIL_SANDBOX_HTTP_PORT": ports["mail_http"],
-        "MAIL_SANDBOX_SMTP_PORT": ports["mail_smtp"],
-        "MAIL_SMTP_PORT": ports["mail_smtp"],
-        "NOTIFY_ACCESS_ADDRESS": env["ACCESS_GRPC_ADDRESS"],
-    }
-    return env
-
-
-def _as_runtime_role(owner_url: str) -> str:
-    """The services run as the rows-only role the migrations grant (platform.env's)."""
-    user_and_host = owner_url.split("://", 1)[1].split("@", 1)[1]
-    return f"postgresql+psycopg://liftfit_app:liftfit_app@{user_and_host}"
-
-
-def _kill_what_it_started(state: Path) -> None:
-    for pid_file in (state / "run").glob("*.pid"):
-        pid = int(pid_file.read_text().strip() or 0)
-        if pid > 0:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
 
 
 @pytest.fixture
 async def platform(infra: Infrastructure, tmp_path: Path) -> AsyncIterator[Platform]:
-    names = {service: f"up_{service}_{uuid.uuid4().hex[:8]}" for service in SERVICES}
-    prefix = await create_topics(infra.kafka_bootstrap, PLATFORM_TOPICS)
-    state = tmp_path / "state"
-    env = _environment(infra, names, prefix, state)
-    try:
-        script = await asyncio.create_subprocess_exec(
-            "bash",
-            "scripts/platform.sh",
-            "up",
-            cwd=REPO,
-            env=env,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-        )
-        out, _ = await asyncio.wait_for(script.communicate(), 300)
-        output = out.decode(errors="replace")
-        logs = "\n".join(
-            p.read_text(errors="replace")[-3000:] for p in (state / "log").glob("*.log")
-        )
-        assert script.returncode == 0, f"{output}\n{logs}"
-        yield Platform(env, output)
-    finally:
-        _kill_what_it_started(state)
-        await delete_topics(infra.kafka_bootstrap, prefix, list(PLATFORM_TOPICS))
-        for name in names.values():
-            drop_database(infra.pg_admin_dsn, name)
+    async with started_platform(infra, tmp_path / "state") as started:
+        yield started
 
 
 def _at(moment: datetime) -> Timestamp:
@@ -144,9 +55,10 @@ async def test_make_up_starts_every_part_and_a_booking_walks_it_to_its_pin_and_m
 ) -> None:
     for part in ("booking service", "payment service", "access service", "notify service"):
         assert part in platform.output
+    assert f"gateway (public HTTP API)   {platform.gateway}" in platform.output
     assert (
         "(re)started: card-gateway lock-provider mail-sandbox booking payment access notify"
-        in platform.output
+        " gateway" in platform.output
     )
     email = f"walker-{uuid.uuid4().hex[:8]}@example.test"
     start = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)

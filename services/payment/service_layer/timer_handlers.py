@@ -43,7 +43,10 @@ async def create_at_gateway(deps: PaymentDeps, timer: DueTimer) -> None:
         return
     try:
         remote = await deps.gateway.create_payment(
-            payment.provider_key, payment.amount, payment.reference, deps.return_url
+            payment.provider_key,
+            payment.amount,
+            payment.reference,
+            _returning_to(deps.return_url, str(payment.payment_id)),
         )
     except GatewayUnavailable as error:
         await _retry_or_report(deps, timer, "gateway_create_unconfirmed", error)
@@ -51,6 +54,15 @@ async def create_at_gateway(deps: PaymentDeps, timer: DueTimer) -> None:
         await _report(deps, "gateway_refused_create", timer.aggregate_id, str(error))
     else:
         await _apply(deps, payment, remote)
+
+
+def _returning_to(return_url: str, payment_id: str) -> str:
+    """Where the customer's browser comes back to, naming the payment so the page can show
+    its state (the page only reads it)."""
+    if not return_url:
+        return ""
+    joiner = "&" if "?" in return_url else "?"
+    return f"{return_url}{joiner}payment_id={payment_id}"
 
 
 async def _unsent(uow: UnitOfWork, timer: DueTimer) -> Payment | None:

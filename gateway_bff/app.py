@@ -1,0 +1,80 @@
+"""The ASGI application: the routes behind the gate, and every error as problem details."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from gateway_bff.edge import Gate
+from gateway_bff.parts import Parts
+from gateway_bff.problems import Problem, validation_error
+from gateway_bff.routes import (
+    bookings,
+    catalogue,
+    catalogue_admin,
+    health,
+    orders,
+    payments,
+)
+
+log = logging.getLogger(__name__)
+Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
+DESCRIPTION = """The public HTTP API of LIFT & FIT Private Space (contract version 1).
+
+Identity: `X-Dev-User: <user>` in development mode, else `Authorization: Bearer <JWT>`.
+Everything under `/v1/orgs/{org_id}/` is for members of that organisation (404 to anyone
+else); `/v1/ops/` is for operators (403). Errors are RFC 9457 problem details with a
+machine-readable `code`. POSTs that change customer state need an `Idempotency-Key`.
+"""
+
+
+def create_app(parts: Parts, lifespan: Lifespan | None = None) -> FastAPI:
+    app = FastAPI(
+        title="LIFT & FIT gateway", version="1", description=DESCRIPTION, lifespan=lifespan
+    )
+    app.state.parts = parts
+    for module in (catalogue, bookings, orders, payments, catalogue_admin, health):
+        app.include_router(module.router)
+    _answer_errors_as_problems(app)
+    app.add_middleware(Gate, identity=parts.identity, directory=parts.directory)
+    return app
+
+
+def _answer_errors_as_problems(app: FastAPI) -> None:
+    @app.exception_handler(Problem)
+    async def problem(request: Request, error: Problem) -> JSONResponse:
+        return error.response()
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, error: RequestValidationError) -> JSONResponse:
+        errors: list[Any] = list(error.errors())
+        if any(e.get("type") == "json_invalid" for e in errors):
+            return Problem(
+                400, "malformed_json", "The body is not JSON", "malformed JSON"
+            ).response()
+        return validation_error([_field_error(e) for e in errors]).response()
+
+    @app.exception_handler(HTTPException)
+    async def http(request: Request, error: HTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed"}.get(error.status_code, "http_error")
+        return Problem(error.status_code, code, str(error.detail)).response()
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, error: Exception) -> JSONResponse:
+        correlation = uuid.uuid4().hex[:12]
+        log.error("unexpected error (correlation %s)", correlation, exc_info=error)
+        detail = f"internal error (correlation {correlation})"
+        return Problem(500, "internal", "Internal error", detail).response()
+
+
+def _field_error(error: Any) -> dict[str, str]:
+    where = [str(part) for part in error.get("loc", ()) if part != "body"]
+    return {"field": ".".join(where) or "body", "message": str(error.get("msg", "invalid"))}

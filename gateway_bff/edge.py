@@ -1,0 +1,116 @@
+"""The gate every request passes before any route: who calls, and may they come in.
+
+It runs before the body is read, so a stranger learns nothing from a body's errors:
+- `/v1/orgs/{org_id}/...` needs an identity (else 401) and membership of that
+  organisation (else 404: whether it exists is not told);
+- `/v1/ops/...` needs an identity (else 401) and the operator role (else 403);
+- everything else (catalogue, payments, health) is open.
+Each request also gets its server span (the trace that follows a booking starts here) and
+its line in the request metrics. A pure ASGI middleware: Starlette's BaseHTTPMiddleware
+costs a task and a queue per request.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry import propagate, trace
+from opentelemetry.trace import SpanKind
+from prometheus_client import Counter, Histogram
+from starlette.datastructures import Headers
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from gateway_bff import problems
+from gateway_bff.identity import Authenticator
+from gateway_bff.store.directory import Directory, Member
+from servicekit.validation import is_canonical_uuid
+
+_TRACER = trace.get_tracer("gateway_bff")
+REQUESTS = Counter("gateway_requests", "HTTP requests answered", ["method", "route", "status"])
+LATENCY = Histogram(
+    "gateway_request_seconds",
+    "Time to answer an HTTP request",
+    ["method", "route"],
+    buckets=(0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+)
+
+
+@dataclass(frozen=True)
+class Caller:
+    user: str
+    member: Member | None = None  # set on /v1/orgs/{org_id}/... paths
+
+
+def caller_of(request: Request) -> Caller:
+    """The caller the gate let in (routes behind the gate only)."""
+    caller: Caller = request.state.caller
+    return caller
+
+
+class Gate:
+    def __init__(self, app: ASGIApp, identity: Authenticator, directory: Directory) -> None:
+        self.app = app
+        self.identity = identity
+        self.directory = directory
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = {"code": 500}
+
+        async def send_noting_status(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status["code"] = message["status"]
+            await send(message)
+
+        headers = Headers(scope=scope)
+        parent = propagate.extract(dict(headers))
+        name = f"{scope['method']} {scope['path']}"
+        with _TRACER.start_as_current_span(name, context=parent, kind=SpanKind.SERVER) as span:
+            try:
+                await self._admit_and_serve(scope, receive, send_noting_status, headers)
+            finally:
+                route = _route_of(scope)
+                span.update_name(f"{scope['method']} {route}")
+                span.set_attribute("http.route", route)
+                span.set_attribute("http.response.status_code", status["code"])
+                REQUESTS.labels(scope["method"], route, str(status["code"])).inc()
+                LATENCY.labels(scope["method"], route).observe(time.perf_counter() - started)
+
+    async def _admit_and_serve(
+        self, scope: Scope, receive: Receive, send: Send, headers: Headers
+    ) -> None:
+        path: str = scope["path"]
+        if path.startswith("/v1/orgs/") or path.startswith("/v1/ops/") or path == "/v1/ops":
+            try:
+                scope.setdefault("state", {})["caller"] = await self._admit(path, headers)
+            except problems.Problem as problem:
+                await problem.response()(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+    async def _admit(self, path: str, headers: Headers) -> Caller:
+        user = await self.identity.caller(headers)
+        if user is None:
+            raise problems.unauthenticated()
+        if path.startswith("/v1/ops"):
+            if not await self.directory.is_operator(user):
+                raise problems.forbidden()
+            return Caller(user)
+        org_id = path.split("/")[3]
+        member = (
+            await self.directory.membership(org_id, user) if is_canonical_uuid(org_id) else None
+        )
+        if member is None:
+            raise problems.not_found("no such organisation among yours")
+        return Caller(user, member)
+
+
+def _route_of(scope: Scope) -> str:
+    route: Any = scope.get("route")
+    return str(getattr(route, "path", "unmatched"))

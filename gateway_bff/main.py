@@ -1,0 +1,63 @@
+"""`python -m gateway_bff`: builds the gateway once (bootstrap) and serves it with uvicorn."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import uvicorn
+from fastapi import FastAPI
+
+from gateway_bff.app import create_app
+from gateway_bff.identity import Authenticator
+from gateway_bff.parts import Parts
+from gateway_bff.settings import Settings
+from gateway_bff.store.directory import Directory
+from gateway_bff.upstream import Services
+from servicekit.db import make_engine, make_session_factory
+from servicekit.runtime import service_main
+
+
+def bootstrap(settings: Settings, identity: Authenticator) -> FastAPI:
+    """Wires the gateway; nothing connects until a request needs it."""
+    engine = make_engine(settings.database_url, pool_size=settings.db_pool_size)
+    parts = Parts(
+        services=Services(settings.service_addresses, settings.deadline_s),
+        directory=Directory(make_session_factory(engine)),
+        identity=identity,
+        kafka_bootstrap=settings.kafka_bootstrap,
+        topic_prefix=settings.topic_prefix,
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await parts.directory.ensure_operators(settings.operators)
+        try:
+            yield
+        finally:
+            await parts.services.close()
+            await engine.dispose()
+
+    return create_app(parts, lifespan)
+
+
+@dataclass(frozen=True)
+class Configured:
+    settings: Settings
+    identity: Authenticator
+
+
+def _from_env() -> Configured:
+    return Configured(Settings.from_env(), Authenticator.from_env())
+
+
+async def _serve(configured: Configured) -> None:
+    # Built inside the running loop: gRPC's channels belong to the loop that made them.
+    app = bootstrap(configured.settings, configured.identity)
+    host, _, port = configured.settings.address.rpartition(":")
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=int(port), log_level="warning"))
+    await server.serve()
+
+
+main = service_main("gateway", _from_env, _serve)

@@ -1,0 +1,59 @@
+"""What the routes use, built once by gateway_bff.main's bootstrap() and kept on the app."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Header, Request
+
+from gateway_bff.identity import Authenticator
+from gateway_bff.problems import Problem, not_found
+from gateway_bff.store.directory import Directory
+from gateway_bff.upstream import Services
+from servicekit.validation import is_canonical_uuid
+
+_KEY = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+
+
+@dataclass
+class Parts:
+    services: Services
+    directory: Directory
+    identity: Authenticator
+    kafka_bootstrap: str
+    topic_prefix: str
+
+
+def parts_of(request: Request) -> Parts:
+    parts: Parts = request.app.state.parts
+    return parts
+
+
+def idempotency_key(
+    key: Annotated[
+        str | None,
+        Header(
+            alias="Idempotency-Key",
+            description="Required: 1 to 128 of A-Z a-z 0-9 . _ : - (400 when missing or not so)",
+        ),
+    ] = None,
+) -> str:
+    if key is None:
+        raise Problem(400, "idempotency_key_required", "An Idempotency-Key header is required")
+    if not _KEY.fullmatch(key):
+        raise Problem(
+            400,
+            "invalid_idempotency_key",
+            "The Idempotency-Key header is malformed",
+            "1 to 128 characters of A-Z a-z 0-9 . _ : -",
+        )
+    return key
+
+
+def known_id(value: str, what: str) -> str:
+    """An id in a path: anything but a canonical UUID names nothing (404, not 422)."""
+    if not is_canonical_uuid(value):
+        raise not_found(f"no such {what}")
+    return value

@@ -1,0 +1,124 @@
+"""The card gateway's notifications and the page a customer's browser comes back to.
+
+A notification is open to anyone who can reach it, so the gateway spends little on one it
+cannot use: a body over 64 KiB is refused as soon as its length is known, and the raw bytes
+go with the signature header, untouched, to the payment service, which verifies them and
+re-reads the payment from the card gateway before any state changes.
+The return page only reads: it shows the payment's state and never changes it.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, JSONResponse
+from liftfit.payment.v1 import payment_pb2 as ppb
+from starlette.requests import ClientDisconnect
+
+from gateway_bff.docs import ANSWERS
+from gateway_bff.parts import parts_of
+from gateway_bff.problems import Problem
+from servicekit.validation import is_canonical_uuid
+
+router = APIRouter(prefix="/v1/payments", tags=["payments"])
+MAX_BODY = 64 * 1024
+SIGNATURE_HEADER = "Gateway-Signature"
+_NOTIFICATION = {
+    "required": True,
+    "description": "The card gateway's notification, as it sent it (the bytes are signed)",
+    "content": {"application/json": {"schema": {"type": "object"}}},
+}
+
+
+@router.post(
+    "/notifications",
+    responses=ANSWERS.problems(400, 413),
+    operation_id="receivePaymentNotification",
+    openapi_extra={
+        "requestBody": _NOTIFICATION,
+        "parameters": [
+            {
+                "name": SIGNATURE_HEADER,
+                "in": "header",
+                "required": False,
+                "description": "t=<unix seconds>,v1=<hex HMAC-SHA256 of '<t>.<raw body>'>",
+                "schema": {"type": "string"},
+            }
+        ],
+    },
+)
+async def receive_notification(request: Request) -> JSONResponse:
+    body = await _bounded_body(request)
+    services = parts_of(request).services
+    notice = ppb.HandleNotificationRequest(
+        raw_body=body, signature_header=request.headers.get(SIGNATURE_HEADER, "")[:1024]
+    )
+    await services["payment"].write(services.payment.HandleNotification, notice)
+    return JSONResponse({"accepted": True})
+
+
+@router.get(
+    "/return",
+    response_class=HTMLResponse,
+    operation_id="paymentReturnPage",
+    responses={200: {"description": "A page showing the payment's state"}},
+)
+async def return_page(
+    request: Request, payment_id: Annotated[str | None, Query()] = None
+) -> HTMLResponse:
+    state = await _state_of(request, payment_id) if payment_id else None
+    return HTMLResponse(_page(state))
+
+
+async def _state_of(request: Request, payment_id: str) -> str | None:
+    if not is_canonical_uuid(payment_id):
+        return None
+    services = parts_of(request).services
+    try:
+        found = await services["payment"].read(
+            services.payment.GetPayment, ppb.GetPaymentRequest(payment_id=payment_id)
+        )
+    except Problem:
+        return None  # not known, or not answering: the page says it does not know yet
+    return found.state
+
+
+_SAY = {
+    "paid": "Thank you: the payment has arrived.",
+    "pending": "We are waiting for the card gateway to confirm the payment.",
+    "failed": "The payment did not go through.",
+    "expired": "The payment's time ran out.",
+    "cancelled": "The payment was cancelled.",
+}
+
+
+def _page(state: str | None) -> str:
+    said = _SAY.get(state or "", "We do not know the payment's state yet; look at your booking.")
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>LIFT &amp; FIT payment</title>"
+        f"</head><body><h1>Payment</h1><p data-state='{html.escape(state or 'unknown')}'>"
+        f"{html.escape(said)}</p></body></html>"
+    )
+
+
+async def _bounded_body(request: Request) -> bytes:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY:
+        raise _too_large()
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_BODY:
+                raise _too_large()
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise Problem(400, "malformed_request", "The body did not arrive whole") from None
+    return b"".join(chunks)
+
+
+def _too_large() -> Problem:
+    return Problem(413, "payload_too_large", "The body is too large", f"at most {MAX_BODY} bytes")

@@ -1,0 +1,45 @@
+"""The gateway's settings, from environment variables only.
+
+GATEWAY_ADDRESS (host:port it serves), GATEWAY_DATABASE_URL (its own database: organisations,
+members, operators), the services' gRPC addresses under the names the services themselves
+read (BOOKING_GRPC_ADDRESS, ...), GATEWAY_DEADLINE_MS (how long one call to a service may
+take), GATEWAY_OPERATORS (users given the operator role at start, `ops` in the local run),
+and Kafka's address and topic prefix for the consumer lag it reports. Identity settings are
+read by gateway_bff.identity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from servicekit import config
+
+SERVICES = ("booking", "payment", "access", "notify")
+
+
+@dataclass(frozen=True)
+class Settings:
+    address: str
+    database_url: str
+    service_addresses: dict[str, str]
+    kafka_bootstrap: str
+    topic_prefix: str = ""
+    deadline_s: float = 3.0
+    operators: tuple[str, ...] = ()
+    db_pool_size: int = 10
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        operators = config.optional("GATEWAY_OPERATORS", "")
+        return cls(
+            address=config.optional("GATEWAY_ADDRESS", "127.0.0.1:18080"),
+            database_url=config.database_url("GATEWAY_DATABASE_URL"),
+            service_addresses={
+                name: config.required(f"{name.upper()}_GRPC_ADDRESS") for name in SERVICES
+            },
+            kafka_bootstrap=config.required("KAFKA_BOOTSTRAP"),
+            topic_prefix=config.optional("TOPIC_PREFIX", ""),
+            deadline_s=config.integer("GATEWAY_DEADLINE_MS", 3000, minimum=50) / 1000,
+            operators=tuple(u.strip() for u in operators.split(",") if u.strip()),
+            db_pool_size=config.integer("GATEWAY_DB_POOL_SIZE", 10, minimum=1),
+        )

@@ -1,0 +1,1 @@
+"""What the edge owns: organisations, their members, operators, and its audit log."""

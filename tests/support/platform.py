@@ -1,0 +1,134 @@
+"""The whole platform started as `make up` starts it, for tests that need every part.
+
+`scripts/platform.sh up` runs with the test's own databases (empty: the script migrates
+them), topics, free ports and a state folder of its own (PLATFORM_STATE_DIR), so a
+developer's running platform is neither used nor disturbed. Every process the script
+started is killed at the end, and the databases and topics are dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.support.infrastructure import Infrastructure, create_database, drop_database
+from tests.support.sandboxes import free_port
+from tests.support.topics import PLATFORM_TOPICS, create_topics, delete_topics
+
+REPO = Path(__file__).resolve().parents[2]
+PARTS = ("booking", "payment", "access", "notify", "gateway")
+
+
+@dataclass
+class Platform:
+    env: dict[str, str]
+    output: str
+    state: Path
+
+    def address(self, name: str) -> str:
+        return self.env[name]
+
+    def url(self, port: str) -> str:
+        return f"http://127.0.0.1:{self.env[port]}"
+
+    @property
+    def gateway(self) -> str:
+        return f"http://{self.env['GATEWAY_ADDRESS']}"
+
+    def pid(self, name: str) -> int:
+        return int((self.state / "run" / f"{name}.pid").read_text().strip())
+
+    async def up(self) -> str:
+        """Runs the script again: it starts what is not running."""
+        return await _run_script(self.env, self.state)
+
+
+def _environment(
+    infra: Infrastructure, names: dict[str, str], prefix: str, state: Path
+) -> dict[str, str]:
+    ports = {name: str(free_port()) for name in ("card", "lock", "mail_http", "mail_smtp")}
+    env = {**os.environ, "PLATFORM_STATE_DIR": str(state), "TOPIC_PREFIX": prefix}
+    env["KAFKA_BOOTSTRAP"] = infra.kafka_bootstrap
+    for part, name in names.items():
+        owner = create_database(infra.pg_admin_dsn, name).replace(
+            "postgresql://", "postgresql+psycopg://", 1
+        )
+        upper = part.upper()
+        env[f"{upper}_MIGRATION_DATABASE_URL"] = owner
+        env[f"{upper}_DATABASE_URL"] = _as_runtime_role(owner)
+        env[f"{upper}_GRPC_ADDRESS"] = f"127.0.0.1:{free_port()}"
+    gateway = f"127.0.0.1:{free_port()}"
+    webhook_secret = f"whsec_test_{uuid.uuid4().hex}"
+    env |= {
+        "CARD_GATEWAY_WEBHOOK_SECRETS": webhook_secret,
+        "PAYMENT_WEBHOOK_SECRETS": webhook_secret,
+        "GATEWAY_ADDRESS": gateway,
+        "GATEWAY_IDENTITY": "dev",
+        "GATEWAY_OPERATORS": "ops",
+        "PAYMENT_RETURN_URL": f"http://{gateway}/v1/payments/return",
+        "CARD_GATEWAY_PORT": ports["card"],
+        "CARD_GATEWAY_URL": f"http://127.0.0.1:{ports['card']}",
+        "CARD_GATEWAY_NOTIFY_URL": f"http://{gateway}/v1/payments/notifications",
+        "LOCK_PROVIDER_PORT": ports["lock"],
+        "LOCK_PROVIDER_URL": f"http://127.0.0.1:{ports['lock']}",
+        "MAIL_SANDBOX_HTTP_PORT": ports["mail_http"],
+        "MAIL_SANDBOX_SMTP_PORT": ports["mail_smtp"],
+        "MAIL_SMTP_PORT": ports["mail_smtp"],
+        "NOTIFY_ACCESS_ADDRESS": env["ACCESS_GRPC_ADDRESS"],
+    }
+    env.pop("PAYMENT_NOTIFICATION_RECEIVER_ADDRESS", None)
+    return env
+
+
+def _as_runtime_role(owner_url: str) -> str:
+    """The services run as the rows-only role the migrations grant (platform.env's)."""
+    user_and_host = owner_url.split("://", 1)[1].split("@", 1)[1]
+    return f"postgresql+psycopg://liftfit_app:liftfit_app@{user_and_host}"
+
+
+async def _run_script(env: dict[str, str], state: Path) -> str:
+    script = await asyncio.create_subprocess_exec(
+        "bash",
+        "scripts/platform.sh",
+        "up",
+        cwd=REPO,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await asyncio.wait_for(script.communicate(), 300)
+    output = out.decode(errors="replace")
+    logs = "\n".join(p.read_text(errors="replace")[-3000:] for p in (state / "log").glob("*.log"))
+    assert script.returncode == 0, f"{output}\n{logs}"
+    return output
+
+
+def kill_what_it_started(state: Path) -> None:
+    for pid_file in (state / "run").glob("*.pid"):
+        pid = int(pid_file.read_text().strip() or 0)
+        if pid > 0:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+@contextlib.asynccontextmanager
+async def started_platform(
+    infra: Infrastructure, state: Path, overrides: dict[str, str] | None = None
+) -> AsyncIterator[Platform]:
+    names = {part: f"up_{part}_{uuid.uuid4().hex[:8]}" for part in PARTS}
+    prefix = await create_topics(infra.kafka_bootstrap, PLATFORM_TOPICS)
+    env = _environment(infra, names, prefix, state) | (overrides or {})
+    try:
+        output = await _run_script(env, state)
+        yield Platform(env, output, state)
+    finally:
+        kill_what_it_started(state)
+        await delete_topics(infra.kafka_bootstrap, prefix, list(PLATFORM_TOPICS))
+        for name in names.values():
+            drop_database(infra.pg_admin_dsn, name)
