@@ -15,7 +15,7 @@ from starlette.exceptions import HTTPException
 
 from gateway_bff.edge import Gate
 from gateway_bff.parts import Parts
-from gateway_bff.problems import Problem, validation_error
+from gateway_bff.problems import Problem, from_fault, validation_error
 from gateway_bff.routes import (
     bookings,
     catalogue,
@@ -69,6 +69,9 @@ def _answer_errors_as_problems(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, error: Exception) -> JSONResponse:
+        fault = from_fault(error)
+        if fault is not None:
+            return fault.response()
         correlation = uuid.uuid4().hex[:12]
         log.error("unexpected error (correlation %s)", correlation, exc_info=error)
         detail = f"internal error (correlation {correlation})"
