@@ -127,6 +127,7 @@ async def test_a_failed_effect_is_listed_replayed_under_a_new_generation_audited
 
     [entry] = (await ops.ListAudit(pb.ListAuditRequest(subject=row.effect_id))).entries
     assert json.loads(entry.detail_json)["dispatch_generation"] == 1
+
     async def drained() -> pb.Backlog | None:
         backlog = await ops.GetBacklog(pb.GetBacklogRequest())
         return backlog if backlog.pending == 0 else None
