@@ -66,3 +66,27 @@ def standing_finding_id(service: str, kind: str, subject_id: str) -> str:
     """The id of a finding read live from a service's tables rather than stored: the same
     problem keeps the same id from one listing to the next."""
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"liftfit:{service}:drift:{kind}:{subject_id}"))
+
+
+def live_finding(
+    service: str,
+    kind: str,
+    subject_id: str,
+    found_at: datetime,
+    problem: str,
+    truth: str,
+    repair: str,
+) -> DriftFinding:
+    """A finding read live from a service's tables (not stored, not repaired by code): open,
+    for a human, for as long as the tables show it."""
+    return DriftFinding(
+        finding_id=standing_finding_id(service, kind, subject_id),
+        kind=kind,
+        subject_id=subject_id,
+        problem=problem,
+        truth=truth,
+        repair=repair,
+        needs_human=True,
+        state=OPEN,
+        found_at=found_at,
+    )

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 from servicekit import validation
 from servicekit.commands import identifier, state_filter
-from servicekit.refusals import InvalidRequest, NotFound, invalid_fields_refused
+from servicekit.refusals import InvalidRequest, NotFound, Refusal, invalid_fields_refused
 from servicekit.schema import DISPATCHED, FAILED, OPEN, PENDING, RESOLVED
 
 # Every refusal the operations service gives; its proto declares each reason (OpsRefusal).
-REFUSALS = (InvalidRequest, NotFound)
+REFUSALS: tuple[type[Refusal], ...] = (InvalidRequest, NotFound)
 OUTBOX_STATES = (PENDING, DISPATCHED, FAILED)
 INCIDENT_STATES = (OPEN, RESOLVED)
 MAX_NOTE = 2000  # a reason or a note: room for a few sentences, not a document

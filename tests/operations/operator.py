@@ -8,7 +8,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import grpc
 from liftfit.ops.v1 import operations_pb2_grpc
@@ -23,7 +23,8 @@ if TYPE_CHECKING:  # the async stub exists only in the type stubs
 
 
 def operations(channel: grpc.aio.Channel) -> OperationsServiceAsyncStub:
-    return cast("OperationsServiceAsyncStub", operations_pb2_grpc.OperationsServiceStub(channel))
+    stub: OperationsServiceAsyncStub = operations_pb2_grpc.OperationsServiceStub(channel)
+    return stub
 
 
 @dataclass(frozen=True)

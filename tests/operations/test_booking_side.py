@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Awaitable
 
 import grpc
 from liftfit.booking.v1 import booking_pb2 as bpb
@@ -154,7 +155,7 @@ async def test_bad_operator_requests_are_refused_naming_the_field_in_the_ops_dom
     booking: BookingHarness,
 ) -> None:
     ops = operations(booking.channel)
-    calls = {
+    calls: dict[str, Awaitable[object]] = {
         "booking_id": ops.DescribeBooking(pb.DescribeBookingRequest(booking_id=new_id().upper())),
         "state": ops.ListOutbox(pb.ListOutboxRequest(state="stuck")),
         "limit": ops.ListAudit(pb.ListAuditRequest(limit=100_000)),
