@@ -119,6 +119,9 @@ async def test_a_failed_effect_is_listed_replayed_under_a_new_generation_audited
         )
         assert (replayed.effect_id, replayed.dispatch_generation) == (row.effect_id, 1)
         assert await _outbox_row(booking, row.effect_id) == ("pending", 1)
+        waiting = await ops.GetBacklog(pb.GetBacklogRequest())
+        assert (waiting.pending, waiting.failed) == (1, 0)
+        assert waiting.oldest_pending_at == row.created_at  # it waits since it was written
         replay_transaction = await written_by(held_back, "outbox", "effect_id", row.effect_id)
     [audited] = await audit_rows(sessions, tables, row.effect_id)
     assert (audited.actor, audited.action) == ("ops-anna", "replay_effect")
