@@ -21,6 +21,7 @@ from gateway_bff.routes import (
     catalogue,
     catalogue_admin,
     health,
+    operations,
     orders,
     payments,
 )
@@ -41,7 +42,7 @@ def create_app(parts: Parts, lifespan: Lifespan | None = None) -> FastAPI:
         title="LIFT & FIT gateway", version="1", description=DESCRIPTION, lifespan=lifespan
     )
     app.state.parts = parts
-    for module in (catalogue, bookings, orders, payments, catalogue_admin, health):
+    for module in (catalogue, bookings, orders, payments, catalogue_admin, operations, health):
         app.include_router(module.router)
     _answer_errors_as_problems(app)
     app.add_middleware(Gate, identity=parts.identity, directory=parts.directory)
