@@ -20,7 +20,7 @@ class Promise:
 
 B, P, A, F = "tests/booking/", "tests/payment/", "tests/access/", "tests/foundation/"
 N = "tests/notify/"
-OPS = "tests/operations/"
+OPS, GW = "tests/operations/", "tests/gateway/"
 E2E, FAULTS = "tests/e2e/", "tests/faults/"
 
 PROMISES = (
@@ -246,9 +246,11 @@ PROMISES = (
             "_generation_audited_and_dispatched",
             OPS + "test_payment_side.py::test_an_incident_is_resolved_by_its_id_once_with_one"
             "_audit_row",
+            GW + "test_operations.py::test_a_failed_effect_is_listed_replayed_under_a_new"
+            "_generation_and_audited",
+            GW + "test_operations.py::test_an_incident_is_shown_on_the_timeline_resolved_once"
+            "_and_audited",
         ),
-        still_to_come="the operator's replay and resolution through the gateway (issue 13,"
-        " gateway)",
     ),
     Promise(
         21,
@@ -283,8 +285,10 @@ PROMISES = (
             OPS + "test_notify_side.py::test_describe_booking_summarises_its_deliveries_and_shows"
             "_the_booking_trace",
             OPS + "test_access_side.py::test_drift_findings_are_the_drift_checks_stored_findings",
+            GW + "test_journey.py::test_a_member_books_by_card_pays_gets_a_pin_cancels_is"
+            "_refunded_and_books_by_pass",
+            GW + "test_operations.py::test_a_failed_refund_is_a_drift_finding_explained_in_words",
         ),
-        still_to_come="the booking timeline across every service (issue 13, gateway)",
     ),
     Promise(
         23,
@@ -292,7 +296,9 @@ PROMISES = (
         (
             E2E + "test_walking_skeleton.py::test_one_trace_follows_the_checkout_from_the_grpc"
             "_call_to_the_payment_consumer",
+            GW + "test_journey.py::test_a_member_books_by_card_pays_gets_a_pin_cancels_is"
+            "_refunded_and_books_by_pass",
         ),
-        still_to_come="from the gateway through access and notify, in Jaeger (issue 14)",
+        still_to_come="the spans themselves, gathered in Jaeger (issue 14)",
     ),
 )

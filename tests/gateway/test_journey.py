@@ -1,7 +1,8 @@
 """The whole journey over HTTP only, on the platform as `make up` starts it: an operator sets
 up a studio, slots, an organisation, a member and a plan; the member books by card, pays on
 the sandbox's hosted page, sees the booking confirmed and the access active with a PIN for
-the slot's window, cancels and sees the refund; buys a pass, pays, books by pass."""
+the slot's window, cancels and sees the refund; buys a pass, pays, books by pass; and the
+operator reads the first booking's timeline: all four services, and one trace through them."""
 
 from __future__ import annotations
 
@@ -120,3 +121,17 @@ async def test_a_member_books_by_card_pays_gets_a_pin_cancels_is_refunded_and_bo
     passes = (await api.call("GET", f"/v1/orgs/{org.org_id}/passes", org.owner)).json()
     assert passes["balance"] == 9
     assert sorted(e["delta"] for e in passes["entries"]) == [-1, 10]
+
+    # The operator reads the first booking's timeline: all four services, one trace.
+    told = await api.call("GET", f"/v1/ops/bookings/{booking_id}/timeline", OPS)
+    assert told.status_code == 200, told.text
+    timeline = told.json()
+    assert timeline["unavailable"] == []
+    sides = timeline["services"]
+    assert sorted(sides) == ["access", "booking", "notify", "payment"]
+    assert all(side["known"] for side in sides.values()), sides
+    assert sides["booking"]["state"] == "cancelled"
+    assert sides["payment"]["state"] == "refunded"
+    assert confirmed["trace_id"] and timeline["trace_id"] == confirmed["trace_id"]
+    assert {side["trace_id"] for side in sides.values()} == {confirmed["trace_id"]}
+    assert timeline["one_trace"] is True
