@@ -13,6 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
+from gateway_bff.docs import ANSWERS
 from gateway_bff.edge import Gate
 from gateway_bff.parts import Parts
 from gateway_bff.problems import Problem, from_fault, validation_error
@@ -46,7 +47,28 @@ def create_app(parts: Parts, lifespan: Lifespan | None = None) -> FastAPI:
         app.include_router(module.router)
     _answer_errors_as_problems(app)
     app.add_middleware(Gate, identity=parts.identity, directory=parts.directory)
+    _document_validation_as_problems(app)
     return app
+
+
+def _document_validation_as_problems(app: FastAPI) -> None:
+    """FastAPI documents its own 422 body; the gateway answers problem details instead
+    (`_answer_errors_as_problems`), so the document says so."""
+    plain = app.openapi
+
+    def document() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            made = plain()
+            for item in made["paths"].values():
+                for operation in item.values():
+                    if "422" in operation.get("responses", {}):
+                        operation["responses"]["422"] = ANSWERS.problems(422)[422]
+            for name in ("HTTPValidationError", "ValidationError"):
+                made.get("components", {}).get("schemas", {}).pop(name, None)
+            app.openapi_schema = made
+        return app.openapi_schema
+
+    app.openapi = document  # type: ignore[method-assign]
 
 
 def _answer_errors_as_problems(app: FastAPI) -> None:

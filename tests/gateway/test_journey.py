@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 
 from tests.gateway.api import OPS, Api, Org, new_key
+from tests.support.platform import Platform
 from tests.support.waiting import eventually
 
 WAIT_S = 60
@@ -35,10 +36,11 @@ async def _pay(checkout_url: str) -> None:
 
 
 async def test_a_member_books_by_card_pays_gets_a_pin_cancels_is_refunded_and_books_by_pass(
-    api: Api,
+    api: Api, platform: Platform
 ) -> None:
     studio = await api.studio(2)
-    org = await api.org(f"member-{uuid.uuid4().hex[:6]}", email="member@example.test")
+    email = f"member-{uuid.uuid4().hex[:8]}@example.test"
+    org = await api.org(f"member-{uuid.uuid4().hex[:6]}", email=email)
     code = f"pass-{uuid.uuid4().hex[:8]}"
     plan = {
         "plan_code": code,
@@ -77,6 +79,18 @@ async def test_a_member_books_by_card_pays_gets_a_pin_cancels_is_refunded_and_bo
     assert shown["state"] == "active" and shown["pin"] and shown["pin"].isdigit()
     slot = studio.slots[0]
     assert (shown["valid_from"], shown["valid_to"]) == (slot["starts_at"], slot["ends_at"])
+
+    # The member's e-mail and locale were the booking's contact: the mails went there.
+    async with httpx.AsyncClient(base_url=platform.url("MAIL_SANDBOX_HTTP_PORT")) as mail:
+
+        async def confirmation() -> list[dict[str, Any]] | None:
+            found: list[dict[str, Any]] = (
+                await mail.get("/messages", params={"to": email})
+            ).json()["data"]
+            return found or None
+
+        mails = await eventually(confirmation, WAIT_S)
+    assert all(email in m["to"] for m in mails), mails
 
     cancel = await api.call(
         "POST", f"/v1/orgs/{org.org_id}/bookings/{booking_id}/cancel", org.owner, {}, new_key()
