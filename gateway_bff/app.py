@@ -13,14 +13,16 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
+from gateway_bff.docs import ANSWERS
 from gateway_bff.edge import Gate
 from gateway_bff.parts import Parts
-from gateway_bff.problems import Problem, validation_error
+from gateway_bff.problems import Problem, from_fault, validation_error
 from gateway_bff.routes import (
     bookings,
     catalogue,
     catalogue_admin,
     health,
+    operations,
     orders,
     payments,
 )
@@ -41,11 +43,32 @@ def create_app(parts: Parts, lifespan: Lifespan | None = None) -> FastAPI:
         title="LIFT & FIT gateway", version="1", description=DESCRIPTION, lifespan=lifespan
     )
     app.state.parts = parts
-    for module in (catalogue, bookings, orders, payments, catalogue_admin, health):
+    for module in (catalogue, bookings, orders, payments, catalogue_admin, operations, health):
         app.include_router(module.router)
     _answer_errors_as_problems(app)
     app.add_middleware(Gate, identity=parts.identity, directory=parts.directory)
+    _document_validation_as_problems(app)
     return app
+
+
+def _document_validation_as_problems(app: FastAPI) -> None:
+    """FastAPI documents its own 422 body; the gateway answers problem details instead
+    (`_answer_errors_as_problems`), so the document says so."""
+    plain = app.openapi
+
+    def document() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            made = plain()
+            for item in made["paths"].values():
+                for operation in item.values():
+                    if "422" in operation.get("responses", {}):
+                        operation["responses"]["422"] = ANSWERS.problems(422)[422]
+            for name in ("HTTPValidationError", "ValidationError"):
+                made.get("components", {}).get("schemas", {}).pop(name, None)
+            app.openapi_schema = made
+        return app.openapi_schema
+
+    app.openapi = document  # type: ignore[method-assign]
 
 
 def _answer_errors_as_problems(app: FastAPI) -> None:
@@ -69,6 +92,9 @@ def _answer_errors_as_problems(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, error: Exception) -> JSONResponse:
+        fault = from_fault(error)
+        if fault is not None:
+            return fault.response()
         correlation = uuid.uuid4().hex[:12]
         log.error("unexpected error (correlation %s)", correlation, exc_info=error)
         detail = f"internal error (correlation {correlation})"

@@ -92,3 +92,7 @@ class NewPlan(Body):
 class Resolution(Body):
     decision: StrictStr = Text
     note: StrictStr = Field(default="", max_length=2000)
+
+
+class Replay(Body):
+    reason: StrictStr = Field(default="", max_length=2000)

@@ -92,6 +92,12 @@ class Gate:
             except problems.Problem as problem:
                 await problem.response()(scope, receive, send)
                 return
+            except Exception as error:
+                fault = problems.from_fault(error)
+                if fault is None:
+                    raise
+                await fault.response()(scope, receive, send)
+                return
         await self.app(scope, receive, send)
 
     async def _admit(self, path: str, headers: Headers) -> Caller:

@@ -16,6 +16,7 @@ import grpc
 from starlette.responses import JSONResponse
 
 from servicekit.errors import error_info
+from servicekit.faults import Fault, classify
 
 PROBLEM_JSON = "application/problem+json"
 
@@ -93,6 +94,14 @@ def service_unavailable(service: str, detail: str = "") -> Problem:
         detail or f"the {service} service did not answer in time",
         service=service,
     )
+
+
+def from_fault(error: BaseException) -> Problem | None:
+    """The problem for a failure of the gateway's own database or broker, if it is one:
+    unreachable or asking to be tried again is 503; anything else is not for the client."""
+    if classify(error) is Fault.PERMANENT:
+        return None
+    return service_unavailable("gateway database", "the gateway's database did not answer")
 
 
 def refused(service: str, error: grpc.aio.AioRpcError) -> Problem:

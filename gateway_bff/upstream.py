@@ -19,6 +19,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from liftfit.access.v1 import access_pb2_grpc
 from liftfit.booking.v1 import booking_pb2_grpc
 from liftfit.notify.v1 import notify_pb2_grpc
+from liftfit.ops.v1 import operations_pb2_grpc
 from liftfit.payment.v1 import payment_pb2_grpc
 
 from gateway_bff.problems import refused
@@ -96,6 +97,11 @@ class Services:
         self.payment = payment_pb2_grpc.PaymentServiceStub(self.upstreams["payment"].channel)
         self.access = access_pb2_grpc.AccessServiceStub(self.upstreams["access"].channel)
         self.notify = notify_pb2_grpc.NotifyServiceStub(self.upstreams["notify"].channel)
+        # Every service serves the same operators' view beside its own API.
+        self.ops = {
+            name: operations_pb2_grpc.OperationsServiceStub(upstream.channel)
+            for name, upstream in self.upstreams.items()
+        }
 
     def __getitem__(self, name: str) -> Upstream:
         return self.upstreams[name]

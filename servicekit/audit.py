@@ -4,10 +4,24 @@ the same table (servicekit.schema); rows are never pruned."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Table, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
+
+from servicekit.rows import record
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    audit_id: int
+    at: datetime
+    actor: str
+    action: str
+    subject: str
+    detail: dict[str, Any]
 
 
 class AuditLog:
@@ -32,3 +46,11 @@ class AuditLogInSession:
         t = self._table.c
         query = select(self._table).where(t.subject == subject).order_by(t.audit_id)
         return [dict(row._mapping) for row in await self._session.execute(query)]
+
+    async def newest(self, subject: str | None, limit: int) -> list[AuditEntry]:
+        """The newest entries first, of one subject or of all."""
+        t = self._table.c
+        query = select(self._table).order_by(t.audit_id.desc()).limit(limit)
+        if subject:
+            query = query.where(t.subject == subject)
+        return [record(AuditEntry, row) for row in await self._session.execute(query)]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import grpc
@@ -47,10 +47,18 @@ _TRACER = tracing.tracer("servicekit.grpc")
 
 class GuardedServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
     """Continues the caller's trace; answers a domain refusal with its rich status (see
-    servicekit.errors) and any other exception with a clean one."""
+    servicekit.errors) and any other exception with a clean one.
 
-    def __init__(self, error_domain: str = "liftfit") -> None:
+    A refusal carries the error domain of the gRPC service that gave it: the server's own
+    (`liftfit.booking`), or one named in `domains` for a service served beside it (the
+    operators' `liftfit.ops`, the same in every server).
+    """
+
+    def __init__(
+        self, error_domain: str = "liftfit", domains: Mapping[str, str] | None = None
+    ) -> None:
         self._domain = error_domain
+        self._domains = dict(domains or {})
         # Each method's guarded handler, built once: the server asks at every call.
         self._guarded: dict[str, tuple[Any, Any]] = {}
 
@@ -70,7 +78,8 @@ class GuardedServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type
     def _guard(self, details: grpc.HandlerCallDetails, handler: Any) -> Any:
         inner = handler.unary_unary
         method = details.method
-        domain = self._domain
+        # "/liftfit.ops.v1.OperationsService/ListOutbox": the service is between the slashes.
+        domain = self._domains.get(method.split("/")[1] if "/" in method else "", self._domain)
 
         async def guarded(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             carrier = tracing.carrier_from_pairs(context.invocation_metadata() or ())
@@ -170,12 +179,15 @@ async def start_server(
     registrations: Sequence[Registration],
     service_names: Sequence[str],
     error_domain: str = "liftfit",
+    error_domains: Mapping[str, str] | None = None,
 ) -> tuple[grpc.aio.Server, int, Health]:
     """Starts a server with health and reflection; returns it, the bound port and its health.
 
-    Refusals are answered with their rich status in `error_domain` (servicekit.errors).
+    Refusals are answered with their rich status in `error_domain` (servicekit.errors), or
+    in the domain `error_domains` names for their gRPC service.
     """
-    server = grpc.aio.server(interceptors=[GuardedServerInterceptor(error_domain)])
+    interceptor = GuardedServerInterceptor(error_domain, error_domains)
+    server = grpc.aio.server(interceptors=[interceptor])
     for register in registrations:
         register(server)
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]

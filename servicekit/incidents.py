@@ -56,11 +56,37 @@ class Incidents:
         )
         return int(getattr(result, "rowcount", 0) or 0)
 
+    async def resolve_one(
+        self, session: AsyncSession, incident_id: uuid.UUID, by: str, decision: str, note: str
+    ) -> Resolution | None:
+        """Resolves one incident by its id; None when no incident has that id.
+
+        An incident already resolved is returned as it is (`newly` False): a repeated
+        decision changes nothing, so the caller records it once. Two operators resolving
+        the same incident at once are serialised by the row lock of the update; the second
+        finds it resolved.
+        """
+        t = self.table.c
+        resolved = await session.execute(
+            update(self.table)
+            .where(t.incident_id == incident_id, t.state == OPEN)
+            .values(
+                state=RESOLVED, resolved_at=func.now(), resolved_by=by, decision=decision, note=note
+            )
+            .returning(self.table)
+        )
+        row = resolved.first()
+        if row is not None:
+            return Resolution(incident_of(row), newly=True)
+        query = select(self.table).where(t.incident_id == incident_id)
+        found = (await session.execute(query)).first()
+        return Resolution(incident_of(found), newly=False) if found is not None else None
+
     async def listed(self, session: AsyncSession, state: str | None) -> list[Incident]:
         query = select(self.table).order_by(self.table.c.opened_at.desc())
         if state:
             query = query.where(self.table.c.state == state)
-        return [_incident_of(row) for row in await session.execute(query)]
+        return [incident_of(row) for row in await session.execute(query)]
 
     def within(self, session: AsyncSession) -> IncidentsInSession:
         return IncidentsInSession(self, session)
@@ -99,5 +125,13 @@ class Incident:
     note: str | None = None
 
 
-def _incident_of(row: Row[Any]) -> Incident:
+@dataclass(frozen=True)
+class Resolution:
+    """An incident after an operator's decision; `newly` when this decision resolved it."""
+
+    incident: Incident
+    newly: bool
+
+
+def incident_of(row: Row[Any]) -> Incident:
     return record(Incident, row)

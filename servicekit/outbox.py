@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from google.protobuf.message import Message
@@ -21,6 +23,14 @@ from servicekit.schema import DISPATCHED, FAILED, PENDING
 
 class UnknownEffect(LookupError):
     """No outbox row has that effect id."""
+
+
+@dataclass(frozen=True)
+class Backlog:
+    """How many rows are in each state, and since when the oldest pending one waits."""
+
+    counts: dict[str, int]
+    oldest_pending_at: datetime | None
 
 
 class Outbox:
@@ -90,9 +100,13 @@ class Outbox:
             query = query.where(self.table.c.state == state)
         return (await session.execute(query)).all()
 
-    async def backlog(self, session: AsyncSession) -> dict[str, int]:
-        query = select(self.table.c.state, func.count()).group_by(self.table.c.state)
+    async def backlog(self, session: AsyncSession) -> Backlog:
+        t = self.table.c
+        query = select(t.state, func.count(), func.min(t.created_at)).group_by(t.state)
         counts = {state: 0 for state in (PENDING, DISPATCHED, FAILED)}
-        for state, count in (await session.execute(query)).all():
+        oldest_pending_at = None
+        for state, count, oldest in (await session.execute(query)).all():
             counts[str(state)] = int(count)
-        return counts
+            if state == PENDING:
+                oldest_pending_at = oldest
+        return Backlog(counts, oldest_pending_at)

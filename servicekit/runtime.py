@@ -16,7 +16,7 @@ import asyncio
 import logging
 import os
 import signal
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -48,6 +48,8 @@ class ServiceRuntime:
     service_names: Sequence[str]
     producer: ProducerLink
     error_domain: str = "liftfit"
+    # The domains of services served beside the service's own (the operators' view).
+    error_domains: Mapping[str, str] = field(default_factory=dict)
     workers: Sequence[Worker] = ()
     restart_policy: RestartPolicy = field(default_factory=RestartPolicy)
     grpc_port: int = 0
@@ -62,7 +64,11 @@ class ServiceRuntime:
 
     async def start(self) -> None:
         self._server, self.grpc_port, self._health = await start_server(
-            self.grpc_address, self.registrations, self.service_names, self.error_domain
+            self.grpc_address,
+            self.registrations,
+            self.service_names,
+            self.error_domain,
+            self.error_domains,
         )
         self._supervisor = Supervisor(self.workers, self._health.serving, self.restart_policy)
         self._supervisor.start()

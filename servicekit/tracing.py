@@ -8,8 +8,9 @@ outbox row, so the relay continues the trace of the change that caused an effect
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 from opentelemetry import propagate, trace
 from opentelemetry.context import Context
@@ -70,6 +71,21 @@ def context_from(carrier: Mapping[str, str]) -> Context:
     if not carrier:
         return Context()
     return propagate.extract(dict(carrier))
+
+
+@contextlib.contextmanager
+def continuing(carrier: Mapping[str, str], name: str) -> Iterator[None]:
+    """Works on as part of the trace a carrier names (the one a thing was made in), linked
+    to the current span: a change that a later, unrelated request brings about (a payment
+    notification, a sweep) then stays in the trace of what it changes, which is how one
+    trace follows a booking. With no trace headers, nothing changes."""
+    if not carrier.get("traceparent"):
+        yield
+        return
+    link = trace.Link(trace.get_current_span().get_span_context())
+    tracer_ = trace.get_tracer("servicekit.tracing")
+    with tracer_.start_as_current_span(name, context=context_from(carrier), links=[link]):
+        yield
 
 
 def carrier_from_pairs(pairs: Iterable[tuple[str, str | bytes]]) -> dict[str, str]:

@@ -20,6 +20,7 @@ class Promise:
 
 B, P, A, F = "tests/booking/", "tests/payment/", "tests/access/", "tests/foundation/"
 N = "tests/notify/"
+OPS, GW = "tests/operations/", "tests/gateway/"
 E2E, FAULTS = "tests/e2e/", "tests/faults/"
 
 PROMISES = (
@@ -241,8 +242,15 @@ PROMISES = (
             "_retried_for_ever",
             F + "test_timers_and_config.py::test_a_timer_that_uses_up_its_attempts_opens_an"
             "_incident",
+            OPS + "test_booking_side.py::test_a_failed_effect_is_listed_replayed_under_a_new"
+            "_generation_audited_and_dispatched",
+            OPS + "test_payment_side.py::test_an_incident_is_resolved_by_its_id_once_with_one"
+            "_audit_row",
+            GW + "test_operations.py::test_a_failed_effect_is_listed_replayed_under_a_new"
+            "_generation_and_audited",
+            GW + "test_operations.py::test_an_incident_is_shown_on_the_timeline_resolved_once"
+            "_and_audited",
         ),
-        still_to_come="the operator's replay recorded in the audit log (issue 13, gateway)",
     ),
     Promise(
         21,
@@ -268,8 +276,19 @@ PROMISES = (
             A + "test_drift.py::test_an_active_grant_whose_code_vanished_gets_a_new_code",
             A + "test_drift.py::test_a_plan_that_missed_its_activation_is_activated",
             A + "test_drift.py::test_a_revocation_pending_too_long_is_removed_again",
+            OPS + "test_booking_side.py::test_describe_booking_shows_its_state_slot_hold_timer"
+            "_and_stored_trace",
+            OPS + "test_payment_side.py::test_describe_booking_shows_its_payment_ids_and_the"
+            "_trace_its_request_came_in",
+            OPS + "test_access_side.py::test_describe_booking_shows_the_live_grant_its_provision"
+            "_and_the_booking_trace",
+            OPS + "test_notify_side.py::test_describe_booking_summarises_its_deliveries_and_shows"
+            "_the_booking_trace",
+            OPS + "test_access_side.py::test_drift_findings_are_the_drift_checks_stored_findings",
+            GW + "test_journey.py::test_a_member_books_by_card_pays_gets_a_pin_cancels_is"
+            "_refunded_and_books_by_pass",
+            GW + "test_operations.py::test_a_failed_refund_is_a_drift_finding_explained_in_words",
         ),
-        still_to_come="the booking timeline across every service (issue 13, gateway)",
     ),
     Promise(
         23,
@@ -277,7 +296,9 @@ PROMISES = (
         (
             E2E + "test_walking_skeleton.py::test_one_trace_follows_the_checkout_from_the_grpc"
             "_call_to_the_payment_consumer",
+            GW + "test_journey.py::test_a_member_books_by_card_pays_gets_a_pin_cancels_is"
+            "_refunded_and_books_by_pass",
         ),
-        still_to_come="from the gateway through access and notify, in Jaeger (issue 14)",
+        still_to_come="the spans themselves, gathered in Jaeger (issue 14)",
     ),
 )

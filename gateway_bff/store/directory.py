@@ -6,10 +6,11 @@ never misses a change nor records one that did not happen.
 
 from __future__ import annotations
 
+import json
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import insert, select
@@ -105,10 +106,25 @@ class Directory:
             await self._audit.within(session).record(actor, "put_member", member.org_id, detail)
         return _member(row._mapping)
 
-    async def audit_entries(self, limit: int) -> Sequence[dict[str, Any]]:
-        query = select(orm.audit).order_by(orm.audit.c.audit_id.desc()).limit(limit)
+    async def audit_entries(self, limit: int, subject: str | None = None) -> list[dict[str, Any]]:
+        """The gateway's own audit log (organisations and members), newest first."""
+        t = orm.audit.c
+        query = select(orm.audit).order_by(t.audit_id.desc()).limit(limit)
+        if subject:
+            query = query.where(t.subject == subject)
         async with self._sessions() as session:
-            return [dict(row._mapping) for row in await session.execute(query)]
+            rows = [dict(row._mapping) for row in await session.execute(query)]
+        return [
+            {
+                "audit_id": row["audit_id"],
+                "at": row["at"].astimezone(UTC).isoformat().replace("+00:00", "Z"),
+                "actor": row["actor"],
+                "action": row["action"],
+                "subject": row["subject"],
+                "detail_json": json.dumps(row["detail"], sort_keys=True),
+            }
+            for row in rows
+        ]
 
     async def ping(self) -> None:
         async with self._sessions() as session:

@@ -10,13 +10,14 @@ from liftfit.access.v1 import access_pb2
 
 from servicekit import db
 from servicekit.inbox import Inbox
+from servicekit.operations.servicer import operator_api
 from servicekit.provider_http import make_client
 from servicekit.recurring import Recurring
 from servicekit.retry import RetryPolicy
 from servicekit.runtime import ServiceRuntime
 from servicekit.timers import TimerRunner
 from servicekit.wiring import Consumes, ServiceApp, TimerWork, effects_of, eventing
-from services.access.adapters import orm
+from services.access.adapters import operator_view, orm
 from services.access.adapters.lock_provider import HttpLockProvider, LockProvider
 from services.access.adapters.pin_vault import PinVault
 from services.access.entrypoints.consumer import event_handlers
@@ -73,14 +74,22 @@ def bootstrap(settings: Settings, provider: LockProvider | None = None) -> Acces
         lease_s=max(30.0, 8 * settings.lock_provider_timeout_s),
     )
     parts = eventing(SERVICE, settings.kafka_bootstrap, sessions, orm.eventing, reads, timers)
+    operators = operator_api(
+        SERVICE,
+        sessions,
+        orm.eventing,
+        operator_view.describe_booking,
+        operator_view.drift_findings,
+    )
     runtime = ServiceRuntime(
         name=SERVICE,
         engine=engine,
         grpc_address=settings.grpc_address,
-        registrations=[registration(AccessServicer(uows))],
-        service_names=[SERVICE_NAME],
+        registrations=[registration(AccessServicer(uows)), operators.registration],
+        service_names=[SERVICE_NAME, operators.service_name],
         producer=parts.producer,
         error_domain=ERROR_DOMAIN,
+        error_domains=operators.error_domains,
         workers=parts.workers(),
     )
     return AccessApp(settings, runtime, deps, parts.inbox, parts.timer_runner, parts.recurring)

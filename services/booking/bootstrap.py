@@ -10,11 +10,12 @@ from liftfit.booking.v1 import booking_pb2
 from servicekit.db import make_engine, make_session_factory
 from servicekit.idempotency_keys import IdempotencyKeys
 from servicekit.inbox import Inbox
+from servicekit.operations.servicer import operator_api
 from servicekit.relay import OutboxRelay
 from servicekit.runtime import ServiceRuntime
 from servicekit.timers import TimerRunner
 from servicekit.wiring import Consumes, ServiceApp, TimerWork, effects_of, eventing
-from services.booking.adapters import orm
+from services.booking.adapters import operator_view, orm
 from services.booking.entrypoints.consumer import event_handlers
 from services.booking.entrypoints.grpc_api import BookingServicer, registration
 from services.booking.entrypoints.timers import timer_handlers
@@ -66,14 +67,22 @@ def bootstrap(settings: Settings) -> BookingApp:
         reads,
         TimerWork(handlers=timer_handlers(uows)),
     )
+    operators = operator_api(
+        SERVICE,
+        sessions,
+        orm.eventing,
+        operator_view.describe_booking,
+        operator_view.drift_findings,
+    )
     runtime = ServiceRuntime(
         name=SERVICE,
         engine=engine,
         grpc_address=settings.grpc_address,
-        registrations=[registration(BookingServicer(uows))],
-        service_names=[SERVICE_NAME],
+        registrations=[registration(BookingServicer(uows)), operators.registration],
+        service_names=[SERVICE_NAME, operators.service_name],
         producer=parts.producer,
         error_domain=ERROR_DOMAIN,
+        error_domains=operators.error_domains,
         workers=parts.workers(),
     )
     return BookingApp(settings, runtime, uows, parts.inbox, parts.timer_runner, parts.relay)

@@ -10,12 +10,13 @@ from liftfit.notify.v1 import notify_pb2
 
 from servicekit import db
 from servicekit.inbox import Inbox
+from servicekit.operations.servicer import operator_api
 from servicekit.recurring import Recurring
 from servicekit.retry import RetryPolicy
 from servicekit.runtime import ServiceRuntime
 from servicekit.timers import TimerRunner
 from servicekit.wiring import Consumes, ServiceApp, TimerWork, effects_of, eventing
-from services.notify.adapters import orm
+from services.notify.adapters import operator_view, orm
 from services.notify.adapters.access_pins import AccessPins, GrpcAccessPins
 from services.notify.adapters.mail_server import MailServer, SmtpMailServer
 from services.notify.adapters.mail_templates import MailTemplates
@@ -83,14 +84,22 @@ def bootstrap(
         lease_s=max(30.0, 4 * (settings.smtp_timeout_s + settings.access_timeout_s)),
     )
     parts = eventing(SERVICE, settings.kafka_bootstrap, sessions, orm.eventing, reads, timers)
+    operators = operator_api(
+        SERVICE,
+        sessions,
+        orm.eventing,
+        operator_view.describe_booking,
+        operator_view.drift_findings,
+    )
     runtime = ServiceRuntime(
         name=SERVICE,
         engine=engine,
         grpc_address=settings.grpc_address,
-        registrations=[registration(NotifyServicer(uows))],
-        service_names=[SERVICE_NAME],
+        registrations=[registration(NotifyServicer(uows)), operators.registration],
+        service_names=[SERVICE_NAME, operators.service_name],
         producer=parts.producer,
         error_domain=ERROR_DOMAIN,
+        error_domains=operators.error_domains,
         workers=parts.workers(),
     )
     return NotifyApp(settings, runtime, deps, parts.inbox, parts.timer_runner, parts.recurring)

@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from servicekit import db
 from servicekit.idempotency_keys import IdempotencyKeys
 from servicekit.inbox import Inbox
+from servicekit.operations.servicer import operator_api
 from servicekit.provider_http import make_client
 from servicekit.retry import RetryPolicy
 from servicekit.runtime import ServiceRuntime
@@ -20,6 +21,7 @@ from servicekit.supervision import Worker
 from servicekit.timers import TimerRunner
 from servicekit.wiring import Consumes, ServiceApp, TimerWork, effects_of, eventing
 from services.payment.adapters.card_gateway import CardGateway, HttpCardGateway
+from services.payment.adapters.operator_view import PaymentOperatorView
 from services.payment.adapters.orm import Tables, build_tables
 from services.payment.entrypoints import grpc_api
 from services.payment.entrypoints.consumer import booking_event_handlers
@@ -99,14 +101,19 @@ def bootstrap(settings: Settings, gateway: CardGateway | None = None) -> Payment
     workers = [*parts.workers(), Worker("hint retrier", partial(reapply_hints, deps))]
     if receiver is not None:
         workers.append(Worker("notification receiver", receiver.run))
+    view = PaymentOperatorView(tables)
+    operators = operator_api(
+        SERVICE, sessions, tables.eventing, view.describe_booking, view.drift_findings
+    )
     runtime = ServiceRuntime(
         name=SERVICE,
         engine=engine,
         grpc_address=settings.grpc_address,
-        registrations=[grpc_api.registration(deps)],
-        service_names=[grpc_api.SERVICE_NAME],
+        registrations=[grpc_api.registration(deps), operators.registration],
+        service_names=[grpc_api.SERVICE_NAME, operators.service_name],
         producer=parts.producer,
         error_domain=ERROR_DOMAIN,
+        error_domains=operators.error_domains,
         workers=workers,
     )
     return PaymentApp(

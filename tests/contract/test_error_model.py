@@ -3,7 +3,10 @@ ErrorInfo with its reason and the service's error domain."""
 
 from __future__ import annotations
 
+import ast
+import importlib
 import inspect
+import pkgutil
 from types import ModuleType
 
 import grpc
@@ -13,10 +16,13 @@ from google.rpc import error_details_pb2, status_pb2
 from liftfit.access.v1 import access_pb2
 from liftfit.booking.v1 import booking_pb2
 from liftfit.notify.v1 import notify_pb2
+from liftfit.ops.v1 import operations_pb2
 from liftfit.payment.v1 import payment_pb2
 
-from servicekit import refusals
+from servicekit import operations, refusals
 from servicekit.errors import INTERCEPTOR_REASONS, STATUS_OF_KIND, status_for
+from servicekit.operations import requests as ops_requests
+from servicekit.operations.servicer import ERROR_DOMAIN as OPS_DOMAIN
 from servicekit.refusals import IdempotencyConflict, Refusal
 from services.access import bootstrap as access
 from services.access.domain import errors as access_errors
@@ -40,6 +46,9 @@ DECLARED: dict[str, EnumDescriptor] = {
     "payment": payment_pb2.DESCRIPTOR.enum_types_by_name["PaymentRefusal"],
     "notify": notify_pb2.DESCRIPTOR.enum_types_by_name["NotifyRefusal"],
 }
+# The operators' view, served by every service beside its own API, gives only shared refusals.
+OPS_REFUSALS = sorted(ops_requests.REFUSALS, key=lambda kind: kind.__qualname__)
+OPS_DECLARED = operations_pb2.DESCRIPTOR.enum_types_by_name["OpsRefusal"]
 
 
 def declared_reasons(enum: EnumDescriptor) -> set[str]:
@@ -123,3 +132,40 @@ def test_an_idempotency_conflict_has_one_status_code_in_every_service() -> None:
 
 def test_a_refusal_of_a_kind_without_a_status_cannot_exist() -> None:
     assert {kind for kind in STATUS_OF_KIND} == set(type(next(iter(STATUS_OF_KIND))))
+
+
+def test_every_refusal_of_the_operators_view_maps_to_its_status_in_the_ops_domain() -> None:
+    for kind in OPS_REFUSALS:
+        refusal = an_instance(kind)
+        status = status_for(refusal, OPS_DOMAIN)
+        assert status.code == STATUS_OF_KIND[kind.kind], kind
+        assert (_info(status).reason, _info(status).domain) == (kind.reason, "liftfit.ops")
+
+
+def test_every_reason_the_operators_view_can_give_is_declared_in_its_proto() -> None:
+    assert undeclared("ops", OPS_REFUSALS, declared_reasons(OPS_DECLARED)) == []
+
+
+def test_a_refusal_the_operators_view_gives_but_its_proto_omits_fails_the_contract() -> None:
+    kinds = [*OPS_REFUSALS, refusals.IdempotencyConflict]
+    found = undeclared("ops", kinds, declared_reasons(OPS_DECLARED))
+    assert found == ["ops can refuse with 'idempotency_conflict', undeclared"]
+
+
+def raised_refusals(package: ModuleType) -> set[type[Refusal]]:
+    """The refusals the modules of a package raise by name (`raise NotFound(...)`)."""
+    found = set()
+    for info in pkgutil.iter_modules(package.__path__, f"{package.__name__}."):
+        module = importlib.import_module(info.name)
+        for node in ast.walk(ast.parse(inspect.getsource(module))):
+            if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+                kind = getattr(module, getattr(node.exc.func, "id", ""), None)
+                if inspect.isclass(kind) and issubclass(kind, Refusal):
+                    found.add(kind)
+    return found
+
+
+def test_the_operators_view_lists_every_refusal_its_modules_raise() -> None:
+    raised = raised_refusals(operations)
+    assert refusals.NotFound in raised  # the scan sees the servicer's own raises
+    assert raised <= set(OPS_REFUSALS)

@@ -71,7 +71,7 @@ class Side:
 
     async def outbox_states(self) -> dict[str, int]:
         async with self.sessions() as session:
-            return await Outbox(self.tables.outbox, "test").backlog(session)
+            return (await Outbox(self.tables.outbox, "test").backlog(session)).counts
 
 
 async def append_events(

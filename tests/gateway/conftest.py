@@ -1,6 +1,7 @@
 """One platform for the gateway's tests, started as `make up` starts it (scripts/platform.sh
-with its own databases, topics, ports and state folder), shared by the module's tests: each
-test makes its own studio, slots, organisation and members, so none depends on another."""
+with its own databases, topics, ports and state folder), shared by all of them: each test
+makes its own studio, slots, organisation and members, so none depends on another, and a
+test that stops a part starts it again before it ends."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from tests.support.infrastructure import Infrastructure
 from tests.support.platform import Platform, started_platform
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 async def platform(
     infra: Infrastructure, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[Platform]:

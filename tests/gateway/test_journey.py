@@ -1,7 +1,8 @@
 """The whole journey over HTTP only, on the platform as `make up` starts it: an operator sets
 up a studio, slots, an organisation, a member and a plan; the member books by card, pays on
 the sandbox's hosted page, sees the booking confirmed and the access active with a PIN for
-the slot's window, cancels and sees the refund; buys a pass, pays, books by pass."""
+the slot's window, cancels and sees the refund; buys a pass, pays, books by pass; and the
+operator reads the first booking's timeline: all four services, and one trace through them."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 import httpx
 
 from tests.gateway.api import OPS, Api, Org, new_key
+from tests.support.platform import Platform
 from tests.support.waiting import eventually
 
 WAIT_S = 60
@@ -34,10 +36,11 @@ async def _pay(checkout_url: str) -> None:
 
 
 async def test_a_member_books_by_card_pays_gets_a_pin_cancels_is_refunded_and_books_by_pass(
-    api: Api,
+    api: Api, platform: Platform
 ) -> None:
     studio = await api.studio(2)
-    org = await api.org(f"member-{uuid.uuid4().hex[:6]}", email="member@example.test")
+    email = f"member-{uuid.uuid4().hex[:8]}@example.test"
+    org = await api.org(f"member-{uuid.uuid4().hex[:6]}", email=email)
     code = f"pass-{uuid.uuid4().hex[:8]}"
     plan = {
         "plan_code": code,
@@ -76,6 +79,18 @@ async def test_a_member_books_by_card_pays_gets_a_pin_cancels_is_refunded_and_bo
     assert shown["state"] == "active" and shown["pin"] and shown["pin"].isdigit()
     slot = studio.slots[0]
     assert (shown["valid_from"], shown["valid_to"]) == (slot["starts_at"], slot["ends_at"])
+
+    # The member's e-mail and locale were the booking's contact: the mails went there.
+    async with httpx.AsyncClient(base_url=platform.url("MAIL_SANDBOX_HTTP_PORT")) as mail:
+
+        async def confirmation() -> list[dict[str, Any]] | None:
+            found: list[dict[str, Any]] = (
+                await mail.get("/messages", params={"to": email})
+            ).json()["data"]
+            return found or None
+
+        mails = await eventually(confirmation, WAIT_S)
+    assert all(email in m["to"] for m in mails), mails
 
     cancel = await api.call(
         "POST", f"/v1/orgs/{org.org_id}/bookings/{booking_id}/cancel", org.owner, {}, new_key()
@@ -120,3 +135,17 @@ async def test_a_member_books_by_card_pays_gets_a_pin_cancels_is_refunded_and_bo
     passes = (await api.call("GET", f"/v1/orgs/{org.org_id}/passes", org.owner)).json()
     assert passes["balance"] == 9
     assert sorted(e["delta"] for e in passes["entries"]) == [-1, 10]
+
+    # The operator reads the first booking's timeline: all four services, one trace.
+    told = await api.call("GET", f"/v1/ops/bookings/{booking_id}/timeline", OPS)
+    assert told.status_code == 200, told.text
+    timeline = told.json()
+    assert timeline["unavailable"] == []
+    sides = timeline["services"]
+    assert sorted(sides) == ["access", "booking", "notify", "payment"]
+    assert all(side["known"] for side in sides.values()), sides
+    assert sides["booking"]["state"] == "cancelled"
+    assert sides["payment"]["state"] == "refunded"
+    assert confirmed["trace_id"] and timeline["trace_id"] == confirmed["trace_id"]
+    assert {side["trace_id"] for side in sides.values()} == {confirmed["trace_id"]}
+    assert timeline["one_trace"] is True

@@ -98,7 +98,7 @@ async def test_no_identity_is_401_on_every_organisation_and_operators_path(api: 
             method,
             path,
         )
-        for empty in ("", "   ", "bad\x7fname"):
+        for empty in ("", "u" * 201):
             again = await api.call(
                 method.upper(), _filled(path, {"org_id": org.org_id}), headers={"X-Dev-User": empty}
             )

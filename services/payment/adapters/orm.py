@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import UUID
+from sqlalchemy.dialects.postgresql import JSONB, UUID
 
 from servicekit.schema import EventingTables, add_eventing_tables, now_column
 
@@ -87,6 +87,9 @@ def _payments(metadata: sa.MetaData) -> sa.Table:
         # The contact snapshot: no address (no mail) and cs for payments made before it.
         sa.Column("contact_email", sa.Text, nullable=False, server_default=""),
         sa.Column("contact_locale", sa.Text, nullable=False, server_default="cs"),
+        # The trace context of the request that made the payment (W3C headers): a later
+        # change that another request brings about continues it (servicekit.tracing).
+        sa.Column("trace", JSONB, nullable=False, server_default="{}"),
         now_column("created_at"),
         now_column("updated_at"),
         sa.CheckConstraint("(booking_id IS NULL) <> (order_id IS NULL)", name="payments_one_owner"),

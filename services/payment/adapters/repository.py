@@ -11,6 +11,7 @@ from sqlalchemy import and_, func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from servicekit import tracing
 from servicekit.contacts import Contact
 from servicekit.rows import columns, record
 from services.payment.adapters.orm import Tables
@@ -58,11 +59,23 @@ class PaymentRepository:
         """Inserts a new payment; False when the booking already has one (a re-request)."""
         statement = (
             insert(self._t)
-            .values({**payment_values(payment), "hold_expires_at": hold_expires_at})
+            .values(
+                {
+                    **payment_values(payment),
+                    "hold_expires_at": hold_expires_at,
+                    "trace": tracing.current_carrier(),
+                }
+            )
             .on_conflict_do_nothing(index_elements=["booking_id"])
             .returning(self._t.c.payment_id)
         )
         return (await self._session.execute(statement)).first() is not None
+
+    async def trace_of(self, payment_id: uuid.UUID) -> dict[str, str]:
+        """The trace context the payment was made in."""
+        query = select(self._t.c.trace).where(self._t.c.payment_id == payment_id)
+        found = (await self._session.execute(query)).scalar_one_or_none()
+        return {str(k): str(v) for k, v in (found or {}).items()}
 
     async def get(self, payment_id: uuid.UUID, lock: bool = False) -> Payment | None:
         return await self._one(self._t.c.payment_id == payment_id, lock)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
+from servicekit import tracing
 from services.payment.domain import payment_states as states
 from services.payment.domain.orders import ORDER_PENDING, order_state_after_payment
 from services.payment.domain.payment import Payment, RemotePayment, amount_matches
@@ -73,7 +74,12 @@ async def apply_remote(uow: UnitOfWork, payment: Payment, remote: RemotePayment)
         await uow.incidents.open("amount_mismatch", subject, detail)
         return payment
     target = states.target_for_remote(payment.state, remote.state)
-    moved = await move_payment(uow, payment, target) if target else None
+    if not target:
+        return payment
+    # What the gateway tells us may come with any request (a notification, a sweep): the
+    # change and its events stay in the trace of the booking or order that made the payment.
+    with tracing.continuing(await uow.payments.trace_of(payment.payment_id), "payment moved"):
+        moved = await move_payment(uow, payment, target)
     return moved or payment
 
 
