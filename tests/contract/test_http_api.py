@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gateway_bff.identity import Authenticator
+from gateway_bff.identity import DevAuthenticator
 from gateway_bff.main import bootstrap
 from gateway_bff.settings import SERVICES, Settings
 
@@ -56,7 +56,7 @@ async def document() -> AsyncIterator[dict[str, Any]]:
         service_addresses={name: "127.0.0.1:1" for name in SERVICES},
         kafka_bootstrap="127.0.0.1:1",
     )
-    yield bootstrap(settings, Authenticator()).openapi()
+    yield bootstrap(settings, DevAuthenticator()).openapi()
 
 
 @pytest.mark.parametrize(("method", "path", "statuses"), CONTRACT, ids=lambda v: str(v))
