@@ -15,8 +15,9 @@ to read. Then, in each of BENCH_ROUNDS rounds:
    Idempotency-Key and a free slot, by card (benchmarks/gateway.lua);
 4. ghz: BENCH_CHECKOUTS of the booking service's Checkout, each on a free slot by card.
 
-Prints each load's p50 and p99 (the median over the rounds), the p50 the gateway adds to
-each call, and one JSON object on the last line.
+Prints each load's p50 and p99 and the CPU the gateway and the booking service spent per
+answer (medians over the rounds), the p50 the gateway adds to each call, and one JSON
+object on the last line.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ import os
 import statistics
 import tempfile
 import uuid
-from dataclasses import dataclass
+from collections.abc import Awaitable
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -57,12 +59,16 @@ SLOTS_PER_REQUEST = 500
 
 @dataclass(frozen=True)
 class Load:
-    """One load's figures: latencies in ms, answers per second, answers that were not OK."""
+    """One load's figures: latencies in ms, answers per second, answers that were not OK,
+    and the CPU the gateway and the booking service spent per answer (ms)."""
 
     p50_ms: float
     p99_ms: float
     per_s: float
     failed: int
+    answers: int
+    gateway_cpu_ms: float = 0.0
+    booking_cpu_ms: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -154,6 +160,7 @@ async def wrk(url: str, *script_args: str) -> Load:
         p99_ms=figures["p99_us"] / 1000,
         per_s=answered / (figures["duration_us"] / 1e6),
         failed=figures["status_errors"] + figures["socket_errors"],
+        answers=answered,
     )
 
 
@@ -188,6 +195,28 @@ async def ghz(
         p99_ms=_percentile(latencies, 0.99),
         per_s=len(details) / (report["total"] / 1e9),
         failed=sum(item["status"] != "OK" for item in details),
+        answers=len(details),
+    )
+
+
+def _cpu_s(pid: int) -> float:
+    """User and system CPU seconds a process has spent (Linux's /proc)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def with_cpu(platform: Platform, load: Awaitable[Load]) -> Load:
+    """The load with the CPU its answers cost the gateway and the booking service: on a
+    shared machine latency says how busy it was, CPU per answer what the code costs."""
+    gateway, booking = platform.pid("gateway"), platform.pid("booking")
+    before = _cpu_s(gateway), _cpu_s(booking)
+    figures = await load
+    answers = max(1, figures.answers)
+    return replace(
+        figures,
+        gateway_cpu_ms=(_cpu_s(gateway) - before[0]) * 1000 / answers,
+        booking_cpu_ms=(_cpu_s(booking) - before[1]) * 1000 / answers,
     )
 
 
@@ -216,22 +245,31 @@ async def one_round(platform: Platform, catalogue: Catalogue, number: int) -> di
     ]
     try:
         return {
-            "gateway_get": await wrk(f"{platform.gateway}/v1/orgs/{org}/bookings/{booking}", "get"),
-            "direct_get": await ghz(
-                booking_service,
-                "GetBooking",
-                {"org_id": org, "booking_id": booking},
-                f"--total={DIRECT_GETS}",
+            "gateway_get": await with_cpu(
+                platform, wrk(f"{platform.gateway}/v1/orgs/{org}/bookings/{booking}", "get")
             ),
-            "gateway_post": await wrk(
-                f"{platform.gateway}/v1/orgs/{org}/bookings",
-                "post",
-                slot_file.name,
-                str(THREADS),
-                f"wrk-{number}-{uuid.uuid4().hex[:8]}",
+            "direct_get": await with_cpu(
+                platform,
+                ghz(
+                    booking_service,
+                    "GetBooking",
+                    {"org_id": org, "booking_id": booking},
+                    f"--total={DIRECT_GETS}",
+                ),
             ),
-            "direct_post": await ghz(
-                booking_service, "Checkout", checkouts, f"--total={len(checkouts)}"
+            "gateway_post": await with_cpu(
+                platform,
+                wrk(
+                    f"{platform.gateway}/v1/orgs/{org}/bookings",
+                    "post",
+                    slot_file.name,
+                    str(THREADS),
+                    f"wrk-{number}-{uuid.uuid4().hex[:8]}",
+                ),
+            ),
+            "direct_post": await with_cpu(
+                platform,
+                ghz(booking_service, "Checkout", checkouts, f"--total={len(checkouts)}"),
             ),
         }
     finally:
@@ -255,12 +293,17 @@ def summarise(rounds: list[dict[str, Load]]) -> dict[str, float | int]:
         p50, p99 = _median(rounds, load, "p50_ms"), _median(rounds, load, "p99_ms")
         per_s = _median(rounds, load, "per_s")
         failed = sum(figures[load].failed for figures in rounds)
+        gateway_cpu = _median(rounds, load, "gateway_cpu_ms")
+        booking_cpu = _median(rounds, load, "booking_cpu_ms")
         print(f"{what[load]}: p50 {p50:.2f} ms, p99 {p99:.2f} ms, {per_s:.0f}/s, {failed} not OK")
+        print(f"  CPU per answer: gateway {gateway_cpu:.2f} ms, booking {booking_cpu:.2f} ms")
         summary |= {
             f"{load}_p50_ms": round(p50, 2),
             f"{load}_p99_ms": round(p99, 2),
             f"{load}_per_s": round(per_s, 1),
             f"{load}_not_ok": failed,
+            f"{load}_gateway_cpu_ms": round(gateway_cpu, 2),
+            f"{load}_booking_cpu_ms": round(booking_cpu, 2),
         }
     for call in ("get", "post"):
         added = summary[f"gateway_{call}_p50_ms"] - summary[f"direct_{call}_p50_ms"]
