@@ -11,6 +11,7 @@ from fastapi import FastAPI
 
 from gateway_bff.app import create_app
 from gateway_bff.identity import Authenticator
+from gateway_bff.lag import ConsumerLag, LagSettings
 from gateway_bff.parts import Parts
 from gateway_bff.settings import Settings
 from gateway_bff.store.directory import Directory
@@ -26,8 +27,7 @@ def bootstrap(settings: Settings, identity: Authenticator) -> FastAPI:
         services=Services(settings.service_addresses, settings.deadline_s),
         directory=Directory(make_session_factory(engine)),
         identity=identity,
-        kafka_bootstrap=settings.kafka_bootstrap,
-        topic_prefix=settings.topic_prefix,
+        lag=ConsumerLag(LagSettings(settings.kafka_bootstrap, settings.topic_prefix)),
     )
 
     @contextlib.asynccontextmanager
@@ -37,6 +37,7 @@ def bootstrap(settings: Settings, identity: Authenticator) -> FastAPI:
             yield
         finally:
             await parts.services.close()
+            await identity.aclose()
             await engine.dispose()
 
     return create_app(parts, lifespan)

@@ -9,6 +9,7 @@ from typing import Annotated
 from fastapi import Header, Request
 
 from gateway_bff.identity import Authenticator
+from gateway_bff.lag import ConsumerLag
 from gateway_bff.problems import Problem, not_found
 from gateway_bff.store.directory import Directory
 from gateway_bff.upstream import Services
@@ -22,8 +23,7 @@ class Parts:
     services: Services
     directory: Directory
     identity: Authenticator
-    kafka_bootstrap: str
-    topic_prefix: str
+    lag: ConsumerLag
 
 
 def parts_of(request: Request) -> Parts:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import asdict
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
@@ -23,8 +24,10 @@ from liftfit.ops.v1 import operations_pb2 as opb
 from gateway_bff import bodies, timeline
 from gateway_bff.docs import ANSWERS
 from gateway_bff.edge import caller_of
+from gateway_bff.lag import BrokerUnreachable
 from gateway_bff.parts import Parts, known_id, parts_of
-from gateway_bff.problems import Problem, not_found
+from gateway_bff.problems import Problem, not_found, service_unavailable
+from gateway_bff.resources import moment
 from gateway_bff.settings import SERVICES
 
 router = APIRouter(prefix="/v1/ops", tags=["operations"])
@@ -239,3 +242,45 @@ async def list_audit(
     ]
     listed.sort(key=lambda e: str(e["at"]), reverse=True)
     return JSONResponse({"entries": listed[:limit], "unavailable": unavailable})
+
+
+@router.get("/lag", responses=ANSWERS.operator(), operation_id="getLag")
+async def get_lag(request: Request) -> JSONResponse:
+    """Consumer lag per group and partition, read from Kafka's admin API, and each service's
+    outbox backlog: how far behind the saga is, on both sides of the broker."""
+    parts = parts_of(request)
+
+    async def backlog(name: str) -> opb.Backlog:
+        found: opb.Backlog = await parts.services[name].read(
+            parts.services.ops[name].GetBacklog, opb.GetBacklogRequest()
+        )
+        return found
+
+    backlogs, unavailable = await from_each(parts, backlog)
+    try:
+        groups = await parts.lag.read()
+    except BrokerUnreachable:
+        raise service_unavailable("broker", "Kafka did not answer in time") from None
+    return JSONResponse(
+        {
+            "groups": [
+                {
+                    "group": group.group,
+                    "lag": group.lag,
+                    "partitions": [asdict(partition) for partition in group.partitions],
+                }
+                for group in groups
+            ],
+            "backlog": [
+                {
+                    "service": name,
+                    "pending": int(b.pending),
+                    "dispatched": int(b.dispatched),
+                    "failed": int(b.failed),
+                    "oldest_pending_at": moment(b.oldest_pending_at),
+                }
+                for name, b in backlogs.items()
+            ],
+            "unavailable": unavailable,
+        }
+    )

@@ -176,3 +176,27 @@ async def test_an_unknown_booking_has_no_timeline(api: Api) -> None:
     for booking_id in (str(uuid.uuid4()), "nope"):
         answer = await api.call("GET", f"/v1/ops/bookings/{booking_id}/timeline", OPS)
         assert (answer.status_code, answer.json()["code"]) == (404, "not_found")
+
+
+async def test_lag_names_every_services_consumer_group_and_outbox_backlog(
+    api: Api, platform: Platform
+) -> None:
+    prefix = platform.env["TOPIC_PREFIX"]
+    await _card_booking(api)  # something for every consumer to read
+
+    async def every_group() -> dict[str, Any] | None:
+        answer = await api.call("GET", "/v1/ops/lag", OPS)
+        assert answer.status_code == 200, answer.text
+        lag: dict[str, Any] = answer.json()
+        groups = {g["group"] for g in lag["groups"]}
+        wanted = {f"{prefix}{name}" for name in ("booking", "payment", "access", "notify")}
+        return lag if wanted <= groups else None
+
+    lag = await eventually(every_group, 30)
+    assert [b["service"] for b in lag["backlog"]] == ["booking", "payment", "access", "notify"]
+    assert all(b["dispatched"] > 0 for b in lag["backlog"] if b["service"] == "booking")
+    for group in lag["groups"]:
+        for partition in group["partitions"]:
+            assert partition["topic"].startswith(prefix)
+            assert partition["lag"] == partition["end"] - (partition["committed"] or 0)
+    assert lag["unavailable"] == []
