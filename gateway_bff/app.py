@@ -40,7 +40,13 @@ machine-readable `code`. POSTs that change customer state need an `Idempotency-K
 
 def create_app(parts: Parts, lifespan: Lifespan | None = None) -> FastAPI:
     app = FastAPI(
-        title="LIFT & FIT gateway", version="1", description=DESCRIPTION, lifespan=lifespan
+        title="LIFT & FIT gateway",
+        version="1",
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        # The gate makes each request's server span (the one a booking's trace starts with)
+        # and its metrics; FastAPI's own would be a second span and a second set.
+        telemetry={"tracing": False, "metrics": False, "logs": False, "operation_spans": False},
     )
     app.state.parts = parts
     for module in (catalogue, bookings, orders, payments, catalogue_admin, operations, health):

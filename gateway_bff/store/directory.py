@@ -7,11 +7,12 @@ never misses a change nor records one that did not happen.
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from sqlalchemy import insert, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -38,26 +39,75 @@ class Member:
     created_at: datetime
 
 
+MEMBERSHIP_TTL_S = 5.0
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class Remembered(Generic[K, V]):
+    """Values kept for a while, then asked for again; bounded, so a flood of callers cannot
+    fill the memory."""
+
+    MAX_ENTRIES = 50_000
+
+    def __init__(self, ttl_s: float) -> None:
+        self._ttl_s = ttl_s
+        self._entries: dict[K, tuple[float, V]] = {}
+
+    def get(self, key: K) -> V | None:
+        entry = self._entries.get(key)
+        if entry is None or entry[0] < time.monotonic():
+            return None
+        return entry[1]
+
+    def put(self, key: K, value: V) -> None:
+        if len(self._entries) >= self.MAX_ENTRIES:
+            self._entries.clear()
+        self._entries[key] = (time.monotonic() + self._ttl_s, value)
+
+
 class UnknownOrg(LookupError):
     """No organisation has that id."""
 
 
 class Directory:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+    """Every request asks who is a member: a member found is remembered for a few seconds
+    (MEMBERSHIP_TTL_S), since a database round trip per request was the largest part of the
+    gateway's own cost. Someone not found is asked again every time, so a new member is let
+    in at once; a change made through this process replaces what it remembered. There is no
+    removal of a member yet; once there is, it must forget here too."""
+
+    def __init__(
+        self, sessions: async_sessionmaker[AsyncSession], ttl_s: float = MEMBERSHIP_TTL_S
+    ) -> None:
         self._sessions = sessions
         self._audit = AuditLog(orm.audit)
+        self._members: Remembered[tuple[str, str], Member] = Remembered(ttl_s)
+        self._operators: Remembered[str, bool] = Remembered(ttl_s)
 
     async def membership(self, org_id: str, user: str) -> Member | None:
+        known = self._members.get((org_id, user))
+        if known is not None:
+            return known
         m = orm.members.c
         query = select(orm.members).where(m.org_id == uuid.UUID(org_id), m.user_name == user)
         async with self._sessions() as session:
             row = (await session.execute(query)).first()
-        return _member(row._mapping) if row is not None else None
+        if row is None:
+            return None
+        member = _member(row._mapping)
+        self._members.put((org_id, user), member)
+        return member
 
     async def is_operator(self, user: str) -> bool:
+        if self._operators.get(user):
+            return True
         query = select(orm.operators.c.user_name).where(orm.operators.c.user_name == user)
         async with self._sessions() as session:
-            return (await session.execute(query)).first() is not None
+            found = (await session.execute(query)).first() is not None
+        if found:
+            self._operators.put(user, True)
+        return found
 
     async def ensure_operators(self, users: Iterable[str]) -> None:
         """The operators named by the settings exist (a fresh local run has its `ops`)."""
@@ -104,7 +154,9 @@ class Directory:
             row = (await session.execute(statement)).one()
             detail = {"user": member.user, "role": member.role}
             await self._audit.within(session).record(actor, "put_member", member.org_id, detail)
-        return _member(row._mapping)
+        changed = _member(row._mapping)
+        self._members.put((member.org_id, member.user), changed)
+        return changed
 
     async def audit_entries(self, limit: int, subject: str | None = None) -> list[dict[str, Any]]:
         """The gateway's own audit log (organisations and members), newest first."""
