@@ -23,12 +23,14 @@ object on the last line.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import statistics
+import sys
 import tempfile
 import uuid
-from collections.abc import Awaitable
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -38,6 +40,7 @@ import httpx
 
 from tests.support.infrastructure import REPO_ROOT, Infrastructure, ensure_infrastructure
 from tests.support.platform import Platform, started_platform
+from tests.support.sandboxes import free_port
 
 CONNECTIONS = 32
 THREADS = 2
@@ -224,7 +227,47 @@ def _percentile(ordered: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else 0.0
 
 
-LOADS = ("gateway_get", "direct_get", "gateway_post", "direct_post")
+LOADS = ("gateway_get", "floor_get", "direct_get", "gateway_post", "direct_post")
+
+
+@contextlib.asynccontextmanager
+async def floor(platform: Platform) -> AsyncIterator[tuple[str, int]]:
+    """benchmarks/gateway_floor.py in its own process: its URL and pid."""
+    port = free_port()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "benchmarks.gateway_floor",
+        str(port),
+        platform.address("BOOKING_GRPC_ADDRESS"),
+        cwd=REPO_ROOT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        async with httpx.AsyncClient(timeout=1) as client:
+            for _ in range(300):
+                try:
+                    await client.get(f"{url}/healthz")
+                    break
+                except httpx.HTTPError:  # not listening yet
+                    await asyncio.sleep(0.1)
+        yield url, process.pid
+    finally:
+        process.kill()
+        await process.wait()
+
+
+async def with_floor_cpu(platform: Platform, pid: int, load: Awaitable[Load]) -> Load:
+    """The floor's CPU per answer in the gateway's column, and the booking service's."""
+    booking = platform.pid("booking")
+    before = _cpu_s(pid), _cpu_s(booking)
+    figures = await load
+    answers = max(1, figures.answers)
+    return replace(
+        figures,
+        gateway_cpu_ms=(_cpu_s(pid) - before[0]) * 1000 / answers,
+        booking_cpu_ms=(_cpu_s(booking) - before[1]) * 1000 / answers,
+    )
 
 
 async def one_round(platform: Platform, catalogue: Catalogue, number: int) -> dict[str, Load]:
@@ -244,10 +287,15 @@ async def one_round(platform: Platform, catalogue: Catalogue, number: int) -> di
         for i, slot in enumerate(catalogue.direct_slots[number])
     ]
     try:
+        async with floor(platform) as (floor_url, floor_pid):
+            floor_get = await with_floor_cpu(
+                platform, floor_pid, wrk(f"{floor_url}/v1/orgs/{org}/bookings/{booking}", "get")
+            )
         return {
             "gateway_get": await with_cpu(
                 platform, wrk(f"{platform.gateway}/v1/orgs/{org}/bookings/{booking}", "get")
             ),
+            "floor_get": floor_get,
             "direct_get": await with_cpu(
                 platform,
                 ghz(
@@ -283,6 +331,7 @@ def _median(rounds: list[dict[str, Load]], load: str, figure: str) -> float:
 def summarise(rounds: list[dict[str, Load]]) -> dict[str, float | int]:
     what = {
         "gateway_get": f"gateway GET a booking (wrk, {CONNECTIONS} connections, {THREADS} threads)",
+        "floor_get": "the floor: uvicorn, httptools, one GetBooking, nothing else (wrk)",
         "direct_get": f"booking GetBooking over gRPC (ghz, {CONNECTIONS} clients)",
         "gateway_post": "gateway POST a card checkout (wrk, fresh key, free slot)",
         "direct_post": "booking Checkout by card over gRPC (ghz, free slots)",
@@ -309,6 +358,9 @@ def summarise(rounds: list[dict[str, Load]]) -> dict[str, float | int]:
         added = summary[f"gateway_{call}_p50_ms"] - summary[f"direct_{call}_p50_ms"]
         print(f"the gateway adds to a {call.upper()}'s p50: {added:.2f} ms")
         summary[f"added_{call}_p50_ms"] = round(added, 2)
+    floor_added = summary["floor_get_p50_ms"] - summary["direct_get_p50_ms"]
+    print(f"the floor adds to a GET's p50: {floor_added:.2f} ms")
+    summary["floor_added_get_p50_ms"] = round(floor_added, 2)
     return summary
 
 
