@@ -1,7 +1,8 @@
 """End-to-end fixtures: the real booking, payment, access and notify services in-process,
 sharing one topic prefix, with the real sandbox card gateway, lock provider and mail
 sandbox processes (started once per session by the payment, access and notify suites'
-fixtures)."""
+fixtures). The card gateway notifies the real HTTP gateway, served in-process in front of
+the payment service (tests/support/notification_entry.py)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from tests.access.conftest import access_settings, lock_provider_url  # noqa: F4
 from tests.notify.conftest import mail_sandbox, notify_settings  # noqa: F401
 from tests.payment.conftest import card_gateway_url, test_settings  # noqa: F401
 from tests.payment.harness import API_KEY
+from tests.support.notification_entry import NotificationEntry
 from tests.support.sandboxes import MailSandbox
 from tests.support.topics import PLATFORM_TOPICS
 
@@ -87,11 +89,13 @@ async def platform(
     async with httpx.AsyncClient(base_url=mail_sandbox.url, timeout=5) as mail:
         (await mail.post("/_sandbox/reset")).raise_for_status()
     await notify.start()
+    entry = NotificationEntry(f"127.0.0.1:{payment.grpc_port}")
+    await entry.start()
     async with httpx.AsyncClient(
         base_url=card_gateway_url, timeout=5, headers={"Authorization": f"Bearer {API_KEY}"}
     ) as gateway:
         await gateway.post("/_sandbox/reset")
-        await gateway.post("/_sandbox/config", json={"notify_url": payment.notification_url})
+        await gateway.post("/_sandbox/config", json={"notify_url": entry.url})
     yield Platform(
         booking,
         payment,
@@ -102,6 +106,7 @@ async def platform(
         lock_provider_url,
         mail_sandbox,
     )
+    await entry.stop()
     await notify.stop()
     await access.stop()
     await payment.stop()

@@ -1,5 +1,7 @@
 """Fixtures of the fault suite: the services as real processes (tests/support/processes.py)
-on this test's databases and topics, and one sandbox card gateway process for the suite.
+on this test's databases and topics, one sandbox card gateway process for the suite, and
+the HTTP gateway in this process (tests/support/notification_entry.py), which the card
+gateway notifies and which hands the notifications to the payment process.
 
 Every process a test started is killed when it ends, pass or fail; when it fails, the
 report shows the last lines of each service's log.
@@ -15,6 +17,7 @@ import pytest
 
 from tests.notify.conftest import mail_sandbox  # noqa: F401  (the notify workers' case)
 from tests.support.card_gateway import running_card_gateway
+from tests.support.notification_entry import NotificationEntry
 from tests.support.processes import (
     RUNNING_PLATFORM,
     ProcessPlatform,
@@ -57,8 +60,10 @@ async def make_platform(
     sandbox: Sandbox,
     tmp_path: Path,
 ) -> AsyncIterator[MakePlatform]:
-    """Builds the test's platform (databases, topics, environment); starts nothing."""
+    """Builds the test's platform (databases, topics, environment) and serves its
+    notification entry; starts no service."""
     made: list[ProcessPlatform] = []
+    entries: list[NotificationEntry] = []
 
     async def make(**overrides: str) -> ProcessPlatform:
         env = service_environment(
@@ -69,8 +74,12 @@ async def make_platform(
             sandbox=sandbox,
             overrides=overrides,
         )
+        entry = NotificationEntry(env["PAYMENT_GRPC_ADDRESS"])
+        await entry.start()
+        entries.append(entry)
+        env["PAYMENT_RETURN_URL"] = entry.return_url
         platform = ProcessPlatform(env, tmp_path, sandbox)
-        await point_sandbox_at(sandbox, platform.receiver_url)
+        await point_sandbox_at(sandbox, entry.url)
         made.append(platform)
         request.node.stash[RUNNING_PLATFORM] = platform
         return platform
@@ -80,6 +89,8 @@ async def make_platform(
     finally:
         for platform in made:
             platform.stop_all()
+        for entry in entries:
+            await entry.stop()
 
 
 @pytest.hookimpl(wrapper=True)

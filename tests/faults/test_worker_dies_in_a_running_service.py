@@ -17,7 +17,8 @@ on the Health/Watch stream, says NOT_SERVING within 2 s.
   no longer opens the door.
 
 The four services run in-process here, sharing one test's databases and topics across
-the cases, against the sandbox card gateway, lock provider and mail sandbox processes.
+the cases, against the sandbox card gateway, lock provider and mail sandbox processes; the
+card gateway notifies the HTTP gateway, served in-process in front of payment.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from tests.faults.customers import Customers
 from tests.notify.conftest import notify_settings
 from tests.support.health import NOT_SERVING, SERVING, HealthWatch
 from tests.support.infrastructure import Infrastructure, MigratedTemplates, drop_database
+from tests.support.notification_entry import NotificationEntry
 from tests.support.processes import Sandbox
 from tests.support.sandboxes import MailSandbox, running_lock_provider
 from tests.support.topics import create_topics, delete_topics
@@ -76,7 +78,6 @@ WORKERS = [
     pytest.param("payment", "timers", id="payment-timers"),
     pytest.param("payment", "recurring jobs", id="payment-recurring-jobs"),
     pytest.param("payment", "hint retrier", id="payment-hint-retrier"),
-    pytest.param("payment", "notification receiver", id="payment-receiver"),
     pytest.param("notify", "relay", id="notify-relay"),
     pytest.param("notify", "consumer", id="notify-consumer"),
     pytest.param("notify", "timers", id="notify-timers"),
@@ -154,7 +155,6 @@ async def services(
             idempotency_secret=uuid.uuid4().bytes,
             grpc_address="127.0.0.1:0",
             topic_prefix=prefix,
-            notification_receiver_address="127.0.0.1:0",
             reconcile_after_s=3600,
             reconcile_every_s=3600,
         )
@@ -185,17 +185,12 @@ async def services(
         notify.runtime.restart_policy = BACKOFF
         await notify.start()
         running.push_async_callback(notify.stop)
-        await point_sandbox_at(sandbox, payment.notification_url)
+        # The card gateway notifies the HTTP gateway, which hands them to payment over gRPC.
+        entry = NotificationEntry(f"127.0.0.1:{payment.grpc_port}")
+        await entry.start()
+        running.push_async_callback(entry.stop)
+        await point_sandbox_at(sandbox, entry.url)
         yield Services(booking, payment, access, notify, sandbox, lock_url, mail_sandbox)
-
-
-async def _receiver_answers(url: str) -> bool:
-    """An unsigned notification is refused with 400: the endpoint is there and reading."""
-    async with httpx.AsyncClient(timeout=2) as client:
-        try:
-            return (await client.post(url, content=b"{}")).status_code == 400
-        except httpx.TransportError:
-            return False
 
 
 @pytest.mark.parametrize(("service", "worker"), WORKERS)
@@ -214,8 +209,6 @@ async def test_a_dead_worker_makes_health_not_serving_until_it_is_back_and_loses
         booking = await shop.checkout(slot, email)
         assert worker in runtime.supervisor.down, "the checkout did not commit while it was down"
         await health.until(SERVING, within=15)
-        if worker == "notification receiver":
-            await eventually(lambda: _receiver_answers(services.payment.notification_url), 10)
 
         payment = await eventually(lambda: shop.payment_at_gateway(booking.booking_id), 30)
         await shop.pay(payment.provider_payment_id)

@@ -2,7 +2,8 @@
 
 The gateway runs once per session as `python -m sandboxes.card_gateway` on a free port and
 is reset for every test; each test gets its own database, its own topic prefix and its own
-PaymentApp, started in-process, whose notification receiver the gateway is told to call.
+PaymentApp, started in-process, and its own HTTP gateway in-process in front of it
+(tests/support/notification_entry.py), which the card gateway is told to notify.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from services.payment.bootstrap import bootstrap
 from services.payment.settings import Settings
 from tests.payment.harness import API_KEY, SECRETS, Harness, PaymentEvents
 from tests.support.card_gateway import running_card_gateway
+from tests.support.notification_entry import NotificationEntry
 
 from liftfit.payment.v1 import payment_pb2_grpc  # isort: skip
 
@@ -48,7 +50,6 @@ def test_settings(
         idempotency_secret=f"test-secret-{uuid.uuid4().hex}".encode(),
         grpc_address="127.0.0.1:0",
         topic_prefix=prefix,
-        notification_receiver_address="127.0.0.1:0",
         # Sweeps stay out of the way unless a test asks for them.
         reconcile_after_s=3600,
         reconcile_every_s=3600,
@@ -94,8 +95,10 @@ async def _connect(app: Any, prefix: str, bootstrap_servers: str, gateway_url: s
     gateway = httpx.AsyncClient(
         base_url=gateway_url, headers={"Authorization": f"Bearer {API_KEY}"}, timeout=5
     )
+    entry = NotificationEntry(f"127.0.0.1:{app.grpc_port}")
+    await entry.start()
     (await gateway.post("/_sandbox/reset")).raise_for_status()
-    config = {"notify_url": app.notification_url}
+    config = {"notify_url": entry.url}
     (await gateway.post("/_sandbox/config", json=config)).raise_for_status()
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap_servers)
     await producer.start()
@@ -107,13 +110,14 @@ async def _connect(app: Any, prefix: str, bootstrap_servers: str, gateway_url: s
     events.start()
     channel = grpc_server.channel(f"127.0.0.1:{app.grpc_port}")
     stub = payment_pb2_grpc.PaymentServiceStub(channel)
-    return Harness(app, prefix, gateway, stub, channel, producer, events)
+    return Harness(app, prefix, gateway, stub, channel, producer, events, entry)
 
 
 async def _disconnect(harness: Harness) -> None:
     await harness.events.stop()
     await harness.producer.stop()
     await harness.channel.close(None)
+    await harness.entry.stop()
     await harness.app.stop()
     await harness.gateway.aclose()
     await harness.notifications.aclose()

@@ -1,8 +1,10 @@
 """Driving the real payment service as its neighbours do.
 
 The booking service is played by a Kafka producer on booking.events; payment.events is
-read back by a plain consumer; the HTTP gateway is played by a gRPC client; the card
-gateway is the real sandbox process, notifying the service's own HTTP receiver.
+read back by a plain consumer; the HTTP gateway is played by a gRPC client, except for
+the card gateway's notifications, which enter through the real HTTP gateway served in this
+process (tests/support/notification_entry.py); the card gateway is the real sandbox
+process, notifying that entry.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from servicekit.errors import error_info
 from services.payment.bootstrap import PaymentApp
 from services.payment.domain.signature import sign
 from tests.support import waiting
+from tests.support.notification_entry import NotificationEntry
 
 T = TypeVar("T")
 API_KEY = "sk_test_payment_suite"
@@ -96,6 +99,7 @@ class Harness:
     channel: grpc.aio.Channel
     producer: AIOKafkaProducer
     events: PaymentEvents
+    entry: NotificationEntry  # the HTTP gateway, where the card gateway's notifications enter
     notifications: httpx.AsyncClient = field(default_factory=httpx.AsyncClient)
 
     # --- the booking service's side -------------------------------------------------------
@@ -194,11 +198,9 @@ class Harness:
         return [r for r in rows if r["event"]["data"]["payment_id"] == provider_payment_id]
 
     async def notify(self, body: bytes, signature: str) -> httpx.Response:
-        """Posts a notification to the service's receiver, as the gateway would."""
+        """Posts a notification to the HTTP gateway, as the card gateway would."""
         headers = {"Gateway-Signature": signature, "Content-Type": "application/json"}
-        return await self.notifications.post(
-            self.app.notification_url, content=body, headers=headers
-        )
+        return await self.notifications.post(self.entry.url, content=body, headers=headers)
 
     async def notify_signed(
         self, body: bytes, secrets: tuple[str, ...] = SECRETS, at: int | None = None

@@ -15,7 +15,7 @@ def gateway_env(api_key: str, secrets: Sequence[str], **overrides: str) -> dict[
     settings = {
         "CARD_GATEWAY_API_KEY": api_key,
         "CARD_GATEWAY_WEBHOOK_SECRETS": ",".join(secrets),
-        "CARD_GATEWAY_NOTIFY_URL": "",  # each test points it at its own receiver
+        "CARD_GATEWAY_NOTIFY_URL": "",  # each test points it at its own notification entry
     }
     return sandbox_env(**{**settings, **overrides})
 

@@ -2,10 +2,13 @@
 
 `python -m services.booking` (and `services.payment`) from the repository's root, with
 the settings of deploy/local/platform.env pointed at the test's own databases, topic
-prefix, free ports and sandbox card gateway. Tests SIGKILL a process, start it again
-under the same settings and watch its gRPC health. Each process appends its output to
-`<name>.log` in the test's temporary directory; `log_report()` gives their last lines
-for a failure report, and `stop_all()` leaves no process behind.
+prefix, free ports and sandbox card gateway. The HTTP gateway, where the card gateway's
+notifications enter and customers come back to, is the test's to serve
+(tests/support/notification_entry.py); it sets PAYMENT_RETURN_URL to its return page.
+Tests SIGKILL a process, start it again under the same settings and watch its gRPC health.
+Each process appends its output to `<name>.log` in the test's temporary directory;
+`log_report()` gives their last lines for a failure report, and `stop_all()` leaves no
+process behind.
 """
 
 from __future__ import annotations
@@ -70,7 +73,6 @@ def service_environment(
     overrides: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """platform.env's settings for this test's databases, topics, ports and sandbox."""
-    receiver = f"127.0.0.1:{free_port()}"
     env = {**os.environ, **platform_settings()}
     env.update(
         # The repository's own code first, whatever the virtualenv's path file points at.
@@ -81,8 +83,6 @@ def service_environment(
         BOOKING_GRPC_ADDRESS=f"127.0.0.1:{free_port()}",
         PAYMENT_DATABASE_URL=payment_database_url,
         PAYMENT_GRPC_ADDRESS=f"127.0.0.1:{free_port()}",
-        PAYMENT_NOTIFICATION_RECEIVER_ADDRESS=receiver,
-        PAYMENT_RETURN_URL=f"http://{receiver}/v1/payments/return",
         PAYMENT_WEBHOOK_SECRETS=",".join(sandbox.secrets),
         CARD_GATEWAY_URL=sandbox.url,
         CARD_GATEWAY_API_KEY=sandbox.api_key,
@@ -195,12 +195,6 @@ class ProcessPlatform:
     @property
     def payment(self) -> ServiceProcess:
         return self.processes["payment"]
-
-    @property
-    def receiver_url(self) -> str:
-        return (
-            f"http://{self.env['PAYMENT_NOTIFICATION_RECEIVER_ADDRESS']}/v1/payments/notifications"
-        )
 
     async def start(self, *names: str) -> None:
         for name in names:
