@@ -1,7 +1,7 @@
 """Keeping a service's workers alive, and telling the truth about it.
 
-Each worker (relay, consumer, timer runner, HTTP receiver...) is a coroutine that runs
-until the service stops. One that ends early, by an exception or a cancellation, has
+Each worker (relay, consumer, timer runner, payment's hint retrier...) is a coroutine that
+runs until the service stops. One that ends early, by an exception or a cancellation, has
 died: it is restarted with backoff, and while any worker is down the service reports
 NOT_SERVING, so an orchestrator stops sending it traffic. A worker that keeps dying for
 longer than a bound cannot recover here; the supervisor then declares the process

@@ -109,8 +109,8 @@ def eventing(
 
 class ServiceApp:
     """The face every service's bootstrap() returns: its runtime started, served and stopped
-    the same way. A service adds only what must be open before its workers start and the
-    provider clients to close once they have stopped."""
+    the same way. A service adds only the provider clients to close once its workers have
+    stopped."""
 
     runtime: ServiceRuntime  # a field of each service's app
 
@@ -119,7 +119,6 @@ class ServiceApp:
         return self.runtime.grpc_port
 
     async def start(self) -> None:
-        self.opening()
         await self.runtime.start()
 
     async def stop(self) -> None:
@@ -129,14 +128,10 @@ class ServiceApp:
             await self.closing()
 
     async def serve_until_stopped(self) -> None:
-        self.opening()
         try:
             await self.runtime.serve_until_stopped()
         finally:
             await self.closing()
-
-    def opening(self) -> None:
-        """What must exist before the workers start; nothing by default."""
 
     async def closing(self) -> None:
         """What to close after the runtime stopped; nothing by default."""

@@ -26,7 +26,6 @@ from services.payment.adapters.orm import Tables, build_tables
 from services.payment.entrypoints import grpc_api
 from services.payment.entrypoints.consumer import booking_event_handlers
 from services.payment.entrypoints.hint_retrier import reapply_hints
-from services.payment.entrypoints.notification_receiver import NotificationReceiver
 from services.payment.service_layer.dependencies import PaymentDeps
 from services.payment.service_layer.jobs import JobPolicy
 from services.payment.service_layer.timer_handlers import outbound_jobs, recurring_jobs
@@ -44,21 +43,10 @@ class PaymentApp(ServiceApp):
     deps: PaymentDeps
     tables: Tables
     sessions: async_sessionmaker[AsyncSession]
-    receiver: NotificationReceiver | None
     timer_runner: TimerRunner
     inbox: Inbox
 
-    @property
-    def notification_url(self) -> str:
-        return self.receiver.url if self.receiver is not None else ""
-
-    def opening(self) -> None:
-        if self.receiver is not None:
-            self.receiver.bind()  # before the workers, so the URL is known at once
-
     async def closing(self) -> None:
-        if self.receiver is not None:
-            self.receiver.close()
         await self.deps.gateway.aclose()
 
 
@@ -93,14 +81,7 @@ def bootstrap(settings: Settings, gateway: CardGateway | None = None) -> Payment
         lease_s=max(30.0, 4 * settings.gateway_timeout_s),
     )
     parts = eventing(SERVICE, settings.kafka_bootstrap, sessions, tables.eventing, reads, timers)
-    receiver = (
-        NotificationReceiver(deps, settings.notification_receiver_address)
-        if settings.notification_receiver_address
-        else None
-    )
     workers = [*parts.workers(), Worker("hint retrier", partial(reapply_hints, deps))]
-    if receiver is not None:
-        workers.append(Worker("notification receiver", receiver.run))
     view = PaymentOperatorView(tables)
     operators = operator_api(
         SERVICE, sessions, tables.eventing, view.describe_booking, view.drift_findings
@@ -116,9 +97,7 @@ def bootstrap(settings: Settings, gateway: CardGateway | None = None) -> Payment
         error_domains=operators.error_domains,
         workers=workers,
     )
-    return PaymentApp(
-        settings, runtime, deps, tables, sessions, receiver, parts.timer_runner, parts.inbox
-    )
+    return PaymentApp(settings, runtime, deps, tables, sessions, parts.timer_runner, parts.inbox)
 
 
 def _http_gateway(settings: Settings) -> HttpCardGateway:

@@ -18,7 +18,6 @@ class Settings:
     idempotency_secret: bytes
     grpc_address: str = "127.0.0.1:50052"
     topic_prefix: str = ""
-    notification_receiver_address: str = ""  # empty: no receiver (the HTTP gateway forwards)
     return_url: str = ""
     reconcile_after_s: int = 300
     reconcile_every_s: int = 30
@@ -33,7 +32,6 @@ class Settings:
             card_gateway_url=_http_url("CARD_GATEWAY_URL", config.required("CARD_GATEWAY_URL")),
             card_gateway_api_key=config.required("CARD_GATEWAY_API_KEY"),
             webhook_secrets=tuple(config.secret_list("PAYMENT_WEBHOOK_SECRETS")),
-            notification_receiver_address=_address("PAYMENT_NOTIFICATION_RECEIVER_ADDRESS"),
             return_url=_optional_url("PAYMENT_RETURN_URL"),
             reconcile_after_s=config.integer("PAYMENT_RECONCILE_AFTER_SECONDS", 300, minimum=1),
             reconcile_every_s=config.integer("PAYMENT_RECONCILE_EVERY_SECONDS", 30, minimum=1),
@@ -64,11 +62,3 @@ def _http_url(name: str, value: str) -> str:
 def _optional_url(name: str) -> str:
     value = config.optional(name, "")
     return _http_url(name, value) if value else ""
-
-
-def _address(name: str) -> str:
-    value = config.optional(name, "")
-    host, _, port = value.rpartition(":")
-    if value and (not host or not port.isdigit()):
-        raise SettingError(name, f"must be host:port, got {value!r}")
-    return value

@@ -1,1 +1,2 @@
-"""Entrypoints: the gRPC API, the booking-events consumer, the notification receiver."""
+"""Entrypoints: the gRPC API (the HTTP gateway forwards notifications to it), the
+booking-events consumer, the hint retrier."""

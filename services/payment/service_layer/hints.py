@@ -1,10 +1,11 @@
 """Notifications that could not be applied when they came, remembered to be applied again.
 
-While the database (or the gateway) cannot be reached, the receiver answers 503 and the
-gateway sends the notification again, but only for a few seconds. Without a memory of it,
-a payment made during a longer outage would wait for the reconciliation sweep, minutes
-later. Only ids from verified notifications are remembered, and only so many: past the
-capacity the oldest are forgotten, and the sweep still finds their payments.
+While the database (or the card gateway) cannot be reached, HandleNotification answers
+UNAVAILABLE, the HTTP gateway answers 503, and the card gateway sends the notification
+again, but only for a few seconds. Without a memory of it, a payment made during a longer
+outage would wait for the reconciliation sweep, minutes later. Only ids from verified
+notifications are remembered, and only so many: past the capacity the oldest are
+forgotten, and the sweep still finds their payments.
 """
 
 from __future__ import annotations
