@@ -3,12 +3,14 @@
 A notification is open to anyone who can reach it, so the gateway spends little on one it
 cannot use: a body over 64 KiB is refused as soon as its length is known, and the raw bytes
 go with the signature header, untouched, to the payment service, which verifies them and
-re-reads the payment from the card gateway before any state changes.
+re-reads the payment from the card gateway before any state changes. At most 64 are handled
+at once; beyond that the card gateway is told to send again (503).
 The return page only reads: it shows the payment's state and never changes it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import html
 from typing import Annotated
 
@@ -25,6 +27,8 @@ from servicekit.validation import is_canonical_uuid
 router = APIRouter(prefix="/v1/payments", tags=["payments"])
 MAX_BODY = 64 * 1024
 SIGNATURE_HEADER = "Gateway-Signature"
+MAX_CONCURRENT = 64
+_HANDLING = asyncio.Semaphore(MAX_CONCURRENT)
 _NOTIFICATION = {
     "required": True,
     "description": "The card gateway's notification, as it sent it (the bytes are signed)",
@@ -50,12 +54,16 @@ _NOTIFICATION = {
     },
 )
 async def receive_notification(request: Request) -> JSONResponse:
-    body = await _bounded_body(request)
-    services = parts_of(request).services
-    notice = ppb.HandleNotificationRequest(
-        raw_body=body, signature_header=request.headers.get(SIGNATURE_HEADER, "")[:1024]
-    )
-    await services["payment"].write(services.payment.HandleNotification, notice)
+    # A flood of notifications must not take every customer's request down with it.
+    if _HANDLING.locked():
+        raise Problem(503, "unavailable", "Too many notifications at once; send it again")
+    async with _HANDLING:
+        body = await _bounded_body(request)
+        services = parts_of(request).services
+        notice = ppb.HandleNotificationRequest(
+            raw_body=body, signature_header=request.headers.get(SIGNATURE_HEADER, "")[:1024]
+        )
+        await services["payment"].write(services.payment.HandleNotification, notice)
     return JSONResponse({"accepted": True})
 
 

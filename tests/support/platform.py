@@ -82,7 +82,6 @@ def _environment(
         "MAIL_SMTP_PORT": ports["mail_smtp"],
         "NOTIFY_ACCESS_ADDRESS": env["ACCESS_GRPC_ADDRESS"],
     }
-    env.pop("PAYMENT_NOTIFICATION_RECEIVER_ADDRESS", None)
     return env
 
 
