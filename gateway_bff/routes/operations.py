@@ -57,6 +57,17 @@ async def from_each(
     return found, unavailable
 
 
+async def ask_each(
+    parts: Parts, rpc: str, request: Message, services: tuple[str, ...] = SERVICES
+) -> tuple[dict[str, Any], list[str]]:
+    """One read of the operators' view (`rpc`, an OperationsService method) from each service."""
+
+    async def ask(name: str) -> Any:
+        return await parts.services[name].read(getattr(parts.services.ops[name], rpc), request)
+
+    return await from_each(parts, ask, services)
+
+
 @router.get(
     "/bookings/{booking_id}/timeline",
     responses=ANSWERS.operator(404),
@@ -65,13 +76,7 @@ async def from_each(
 async def get_timeline(booking_id: str, request: Request) -> JSONResponse:
     parts = parts_of(request)
     ask = opb.DescribeBookingRequest(booking_id=known_id(booking_id, "booking"))
-
-    async def side(name: str) -> opb.BookingSide:
-        upstream = parts.services[name]
-        found: opb.BookingSide = await upstream.read(parts.services.ops[name].DescribeBooking, ask)
-        return found
-
-    sides, unavailable = await from_each(parts, side)
+    sides, unavailable = await ask_each(parts, "DescribeBooking", ask)
     if not any(s.known for s in sides.values()):
         if unavailable:
             raise Problem(
@@ -94,15 +99,8 @@ async def list_outbox(
 ) -> JSONResponse:
     parts = parts_of(request)
     ask = opb.ListOutboxRequest(state=state or "", limit=limit)
-
-    async def rows(name: str) -> opb.ListOutboxResponse:
-        found: opb.ListOutboxResponse = await parts.services[name].read(
-            parts.services.ops[name].ListOutbox, ask
-        )
-        return found
-
     chosen = (service,) if service else SERVICES
-    answers, unavailable = await from_each(parts, rows, chosen)
+    answers, unavailable = await ask_each(parts, "ListOutbox", ask, chosen)
     listed = [
         {"service": name, **shown(row)} for name, answer in answers.items() for row in answer.rows
     ]
@@ -139,14 +137,7 @@ async def list_incidents(
 ) -> JSONResponse:
     parts = parts_of(request)
     ask = opb.ListIncidentsRequest(state=state or "")
-
-    async def incidents(name: str) -> opb.ListIncidentsResponse:
-        found: opb.ListIncidentsResponse = await parts.services[name].read(
-            parts.services.ops[name].ListIncidents, ask
-        )
-        return found
-
-    answers, unavailable = await from_each(parts, incidents)
+    answers, unavailable = await ask_each(parts, "ListIncidents", ask)
     listed = [shown(i) for answer in answers.values() for i in answer.incidents]
     listed.sort(key=lambda i: str(i.get("opened_at", "")), reverse=True)
     return JSONResponse({"incidents": listed, "unavailable": unavailable})
@@ -201,14 +192,7 @@ async def list_drift(
 ) -> JSONResponse:
     parts = parts_of(request)
     ask = opb.ListDriftFindingsRequest(state=state or "")
-
-    async def findings(name: str) -> opb.ListDriftFindingsResponse:
-        found: opb.ListDriftFindingsResponse = await parts.services[name].read(
-            parts.services.ops[name].ListDriftFindings, ask
-        )
-        return found
-
-    answers, unavailable = await from_each(parts, findings)
+    answers, unavailable = await ask_each(parts, "ListDriftFindings", ask)
     listed = [shown(f) for answer in answers.values() for f in answer.findings]
     listed.sort(key=lambda f: str(f.get("found_at", "")), reverse=True)
     return JSONResponse({"findings": listed, "unavailable": unavailable})
@@ -223,14 +207,7 @@ async def list_audit(
     """Every service's audit log and the gateway's own (organisations, members), newest first."""
     parts = parts_of(request)
     ask = opb.ListAuditRequest(subject=subject or "", limit=limit)
-
-    async def entries(name: str) -> opb.ListAuditResponse:
-        found: opb.ListAuditResponse = await parts.services[name].read(
-            parts.services.ops[name].ListAudit, ask
-        )
-        return found
-
-    answers, unavailable = await from_each(parts, entries)
+    answers, unavailable = await ask_each(parts, "ListAudit", ask)
     listed = [
         {**shown(e), "audit_id": int(e.audit_id), "service": name}
         for name, answer in answers.items()
@@ -249,14 +226,7 @@ async def get_lag(request: Request) -> JSONResponse:
     """Consumer lag per group and partition, read from Kafka's admin API, and each service's
     outbox backlog: how far behind the saga is, on both sides of the broker."""
     parts = parts_of(request)
-
-    async def backlog(name: str) -> opb.Backlog:
-        found: opb.Backlog = await parts.services[name].read(
-            parts.services.ops[name].GetBacklog, opb.GetBacklogRequest()
-        )
-        return found
-
-    backlogs, unavailable = await from_each(parts, backlog)
+    backlogs, unavailable = await ask_each(parts, "GetBacklog", opb.GetBacklogRequest())
     try:
         groups = await parts.lag.read()
     except BrokerUnreachable:
