@@ -209,10 +209,11 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def with_cpu(platform: Platform, load: Awaitable[Load]) -> Load:
-    """The load with the CPU its answers cost the gateway and the booking service: on a
-    shared machine latency says how busy it was, CPU per answer what the code costs."""
-    gateway, booking = platform.pid("gateway"), platform.pid("booking")
+async def with_cpu(platform: Platform, load: Awaitable[Load], front: int | None = None) -> Load:
+    """The load with the CPU its answers cost the front (the gateway, or `front`'s pid) and
+    the booking service: on a shared machine latency says how busy it was, CPU per answer
+    what the code costs."""
+    gateway, booking = front or platform.pid("gateway"), platform.pid("booking")
     before = _cpu_s(gateway), _cpu_s(booking)
     figures = await load
     answers = max(1, figures.answers)
@@ -257,19 +258,6 @@ async def floor(platform: Platform) -> AsyncIterator[tuple[str, int]]:
         await process.wait()
 
 
-async def with_floor_cpu(platform: Platform, pid: int, load: Awaitable[Load]) -> Load:
-    """The floor's CPU per answer in the gateway's column, and the booking service's."""
-    booking = platform.pid("booking")
-    before = _cpu_s(pid), _cpu_s(booking)
-    figures = await load
-    answers = max(1, figures.answers)
-    return replace(
-        figures,
-        gateway_cpu_ms=(_cpu_s(pid) - before[0]) * 1000 / answers,
-        booking_cpu_ms=(_cpu_s(booking) - before[1]) * 1000 / answers,
-    )
-
-
 async def one_round(platform: Platform, catalogue: Catalogue, number: int) -> dict[str, Load]:
     org, booking = catalogue.org_id, catalogue.booking_id
     booking_service = platform.address("BOOKING_GRPC_ADDRESS")
@@ -288,8 +276,8 @@ async def one_round(platform: Platform, catalogue: Catalogue, number: int) -> di
     ]
     try:
         async with floor(platform) as (floor_url, floor_pid):
-            floor_get = await with_floor_cpu(
-                platform, floor_pid, wrk(f"{floor_url}/v1/orgs/{org}/bookings/{booking}", "get")
+            floor_get = await with_cpu(
+                platform, wrk(f"{floor_url}/v1/orgs/{org}/bookings/{booking}", "get"), floor_pid
             )
         return {
             "gateway_get": await with_cpu(

@@ -52,6 +52,11 @@ def idempotency_key(
     return key
 
 
+def replay_headers(replayed: bool) -> dict[str, str] | None:
+    """What marks an answer given again for a repeated Idempotency-Key."""
+    return {"Idempotent-Replayed": "true"} if replayed else None
+
+
 def known_id(value: str, what: str) -> str:
     """An id in a path: anything but a canonical UUID names nothing (404, not 422)."""
     if not is_canonical_uuid(value):

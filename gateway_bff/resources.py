@@ -4,7 +4,7 @@ dicts (validating our own answers again on every request would only cost time)."
 
 from __future__ import annotations
 
-from datetime import UTC
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -127,14 +127,18 @@ class ProblemBody(BaseModel):
     detail: str | None = None
 
 
+def rfc3339(when: datetime) -> str:
+    """The contract's time: RFC 3339 in UTC, `Z`, fractions only when there are any."""
+    when = when.astimezone(UTC)
+    spec = "seconds" if not when.microsecond else "microseconds"
+    return when.isoformat(timespec=spec).replace("+00:00", "Z")
+
+
 def moment(stamp: Timestamp) -> str | None:
     """RFC 3339 in UTC; None for an unset time."""
     if not stamp.seconds and not stamp.nanos:
         return None
-    when = stamp.ToDatetime(tzinfo=UTC)
-    return when.isoformat(timespec="seconds" if not when.microsecond else "microseconds").replace(
-        "+00:00", "Z"
-    )
+    return rfc3339(stamp.ToDatetime(tzinfo=UTC))
 
 
 def money(value: Any) -> dict[str, Any]:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-SAGA_ORDER = ("booking", "payment", "access", "notify")
+from gateway_bff.settings import SERVICES
+
+SAGA_ORDER = SERVICES  # booking, payment, access, notify: the order the saga runs in
 
 
 def told(

@@ -21,7 +21,7 @@ from liftfit.payment.v1 import payment_pb2 as ppb
 from gateway_bff import bodies, resources
 from gateway_bff.docs import ANSWERS, answer
 from gateway_bff.edge import caller_of
-from gateway_bff.parts import Parts, idempotency_key, known_id, parts_of
+from gateway_bff.parts import Parts, idempotency_key, known_id, parts_of, replay_headers
 from gateway_bff.problems import Problem
 from gateway_bff.store.directory import Member
 
@@ -215,8 +215,7 @@ async def _maybe(call: Any, strict: bool) -> Any:
 
 async def _answer(parts: Parts, reply: bpb.BookingReply, status: int, strict: bool) -> JSONResponse:
     body = await booking_resource(parts, reply.booking, strict)
-    headers = {"Idempotent-Replayed": "true"} if reply.replayed else None
-    return JSONResponse(body, status_code=status, headers=headers)
+    return JSONResponse(body, status_code=status, headers=replay_headers(reply.replayed))
 
 
 def member_of(request: Request) -> Member:

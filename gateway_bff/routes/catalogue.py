@@ -7,13 +7,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
-from google.protobuf.timestamp_pb2 import Timestamp
 from liftfit.booking.v1 import booking_pb2 as bpb
 from liftfit.payment.v1 import payment_pb2 as ppb
 
 from gateway_bff import resources
 from gateway_bff.docs import ANSWERS
 from gateway_bff.parts import known_id, parts_of
+from servicekit.protobuf import timestamp
 
 router = APIRouter(tags=["catalogue"])
 
@@ -44,7 +44,7 @@ async def list_slots(
 ) -> JSONResponse:
     services = parts_of(request).services
     query = bpb.ListSlotsRequest(
-        space_id=known_id(space_id, "space"), **{"from": _stamp(since)}, to=_stamp(until)
+        space_id=known_id(space_id, "space"), **{"from": timestamp(since)}, to=timestamp(until)
     )
     reply = await services["booking"].read(services.booking.ListSlots, query)
     return JSONResponse([resources.slot(s) for s in reply.slots])
@@ -60,11 +60,3 @@ async def list_plans(request: Request) -> JSONResponse:
     services = parts_of(request).services
     reply = await services["payment"].read(services.payment.ListPlans, ppb.ListPlansRequest())
     return JSONResponse([resources.plan(p) for p in reply.plans])
-
-
-def _stamp(when: datetime | None) -> Timestamp | None:
-    if when is None:
-        return None
-    stamp = Timestamp()
-    stamp.FromDatetime(when)
-    return stamp

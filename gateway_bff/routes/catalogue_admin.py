@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from google.protobuf.timestamp_pb2 import Timestamp
 from liftfit.booking.v1 import booking_pb2 as bpb
 from liftfit.booking.v1 import events_pb2 as bev
 from liftfit.payment.v1 import events_pb2 as pev
@@ -17,7 +14,9 @@ from gateway_bff.docs import ANSWERS, answer
 from gateway_bff.edge import caller_of
 from gateway_bff.parts import known_id, parts_of
 from gateway_bff.problems import not_found
+from gateway_bff.resources import rfc3339
 from gateway_bff.store.directory import NewMember, UnknownOrg
+from servicekit.protobuf import timestamp
 
 router = APIRouter(prefix="/v1/ops", tags=["operations"])
 _SPACE = {"space_id": "$response.body#/space_id"}
@@ -59,8 +58,8 @@ async def create_slots(space_id: str, body: bodies.NewSlots, request: Request) -
         space_id=known_id(space_id, "space"),
         slots=[
             bpb.NewSlot(
-                starts_at=_stamp(slot.starts_at),
-                ends_at=_stamp(slot.ends_at),
+                starts_at=timestamp(slot.starts_at),
+                ends_at=timestamp(slot.ends_at),
                 price=bev.Money(amount=slot.price.amount, currency=slot.price.currency),
             )
             for slot in body.slots
@@ -91,7 +90,7 @@ async def create_slots(space_id: str, body: bodies.NewSlots, request: Request) -
 )
 async def create_org(body: bodies.NewOrg, request: Request) -> JSONResponse:
     org = await parts_of(request).directory.create_org(body.name, _who(request))
-    shown = {"org_id": org.org_id, "name": org.name, "created_at": _iso(org.created_at)}
+    shown = {"org_id": org.org_id, "name": org.name, "created_at": rfc3339(org.created_at)}
     return JSONResponse(shown, status_code=201)
 
 
@@ -124,7 +123,7 @@ async def add_member(org_id: str, body: bodies.NewMember, request: Request) -> J
         "role": member.role,
         "email": member.email,
         "locale": member.locale,
-        "created_at": _iso(member.created_at),
+        "created_at": rfc3339(member.created_at),
     }
     return JSONResponse(shown, status_code=201)
 
@@ -155,13 +154,3 @@ async def create_plan(body: bodies.NewPlan, request: Request) -> JSONResponse:
 
 def _who(request: Request) -> str:
     return caller_of(request).user
-
-
-def _stamp(when: datetime) -> Timestamp:
-    stamp = Timestamp()
-    stamp.FromDatetime(when)
-    return stamp
-
-
-def _iso(when: datetime) -> str:
-    return when.astimezone(UTC).isoformat().replace("+00:00", "Z")

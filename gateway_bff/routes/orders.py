@@ -16,7 +16,7 @@ from liftfit.payment.v1 import payment_pb2 as ppb
 
 from gateway_bff import bodies, resources
 from gateway_bff.docs import ANSWERS, answer
-from gateway_bff.parts import idempotency_key, known_id, parts_of
+from gateway_bff.parts import idempotency_key, known_id, parts_of, replay_headers
 from gateway_bff.routes.bookings import member_of
 
 router = APIRouter(prefix="/v1/orgs/{org_id}", tags=["orders"])
@@ -48,7 +48,7 @@ async def create_order(
     )
     services = parts.services
     reply = await services["payment"].write(services.payment.CreateOrder, order, member.user)
-    headers = {"Idempotent-Replayed": "true"} if reply.replayed else None
+    headers = replay_headers(reply.replayed)
     return JSONResponse(resources.order(reply.order), status_code=201, headers=headers)
 
 

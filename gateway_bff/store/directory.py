@@ -11,13 +11,14 @@ import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import insert, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from gateway_bff.resources import rfc3339
 from gateway_bff.store import orm
 from servicekit.audit import AuditLog
 
@@ -169,7 +170,7 @@ class Directory:
         return [
             {
                 "audit_id": row["audit_id"],
-                "at": row["at"].astimezone(UTC).isoformat().replace("+00:00", "Z"),
+                "at": rfc3339(row["at"]),
                 "actor": row["actor"],
                 "action": row["action"],
                 "subject": row["subject"],
