@@ -93,7 +93,14 @@ def _answer_errors_as_problems(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def http(request: Request, error: HTTPException) -> JSONResponse:
-        code = {404: "not_found", 405: "method_not_allowed"}.get(error.status_code, "http_error")
+        # FastAPI's own 400 is a body it could not read as JSON (not UTF-8, say).
+        codes = {
+            400: "malformed_json",
+            404: "not_found",
+            405: "method_not_allowed",
+            413: "payload_too_large",
+        }
+        code = codes.get(error.status_code, "http_error")
         return Problem(error.status_code, code, str(error.detail)).response()
 
     @app.exception_handler(Exception)

@@ -57,10 +57,10 @@ class Answers:
         return self.problems(401, 404, *statuses)
 
     def member_write(self, *statuses: int) -> dict[int | str, dict[str, Any]]:
-        return self.problems(400, 401, 404, 409, 422, *statuses)
+        return self.problems(400, 401, 404, 409, 413, 422, *statuses)
 
     def operator(self, *statuses: int) -> dict[int | str, dict[str, Any]]:
-        return self.problems(400, 401, 403, 422, *statuses)
+        return self.problems(400, 401, 403, 413, 422, *statuses)
 
 
 ANSWERS = Answers()

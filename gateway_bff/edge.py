@@ -20,6 +20,7 @@ from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind
 from prometheus_client import Counter, Histogram
 from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -29,6 +30,8 @@ from gateway_bff.store.directory import Directory, Member
 from servicekit.validation import is_canonical_uuid
 
 _TRACER = trace.get_tracer("gateway_bff")
+# No client body is near this (2,000 new slots are some 300 KiB).
+MAX_BODY_BYTES = 1024 * 1024
 REQUESTS = Counter("gateway_requests", "HTTP requests answered", ["method", "route", "status"])
 LATENCY = Histogram(
     "gateway_request_seconds",
@@ -85,6 +88,11 @@ class Gate:
     async def _admit_and_serve(
         self, scope: Scope, receive: Receive, send: Send, headers: Headers
     ) -> None:
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+            await _too_large().response()(scope, receive, send)
+            return
+        receive = _bounded(receive)
         path: str = scope["path"]
         if path.startswith("/v1/orgs/") or path.startswith("/v1/ops/") or path == "/v1/ops":
             try:
@@ -115,6 +123,28 @@ class Gate:
         if member is None:
             raise problems.not_found("no such organisation among yours")
         return Caller(user, member)
+
+
+def _too_large() -> problems.Problem:
+    detail = f"at most {MAX_BODY_BYTES} bytes"
+    return problems.Problem(413, "payload_too_large", "The body is too large", detail)
+
+
+def _bounded(receive: Receive) -> Receive:
+    """The body as it arrives, refused once it passes the bound (a body sent in chunks has
+    no length to check beforehand): FastAPI would otherwise read any body whole."""
+    seen = 0
+
+    async def bounded() -> Message:
+        nonlocal seen
+        message = await receive()
+        if message["type"] == "http.request":
+            seen += len(message.get("body", b""))
+            if seen > MAX_BODY_BYTES:
+                raise HTTPException(413, "The body is too large")
+        return message
+
+    return bounded
 
 
 def _route_of(scope: Scope) -> str:
