@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
 
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -21,6 +22,7 @@ from tests.support.infrastructure import (
     drop_database,
     ensure_infrastructure,
 )
+from tests.support.platform import Platform, started_platform
 from tests.support.topics import create_topics, delete_topics
 
 _EXPORTER = InMemorySpanExporter()
@@ -100,3 +102,16 @@ async def new_topics(
     yield make
     for prefix, names in made:
         await delete_topics(kafka_bootstrap, prefix, names)
+
+
+@pytest.fixture(scope="session")
+async def platform(
+    infra: Infrastructure, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Platform]:
+    """One platform started as `make up` starts it (scripts/platform.sh with its own
+    databases, topics, ports and state folder), shared by every suite that asks for it:
+    each test makes its own studio, slots, organisation and members, so none depends on
+    another, and a test that stops a part starts it again before it ends."""
+    state: Path = tmp_path_factory.mktemp("platform") / "state"
+    async with started_platform(infra, state) as started:
+        yield started
