@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 VENV_STAMP := .venv/.installed
 
-.PHONY: install protos lint contracts release-contracts test test-only up down status infra-up bench bench-relay bench-booking bench-gateway lock
+.PHONY: install protos lint contracts release-contracts test test-only up down status infra-up prometheus bench bench-relay bench-booking bench-gateway lock
 
 install: $(VENV_STAMP) build/gen/liftfit
 
@@ -31,6 +31,10 @@ lock:
 infra-up:
 	bash deploy/local/infra.sh up
 
+# Prometheus (Debian's package), which `make up` and the platform the tests start run.
+prometheus:
+	@command -v prometheus >/dev/null || apt-get install -y -q --no-install-recommends prometheus
+
 lint: install
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
@@ -47,13 +51,13 @@ contracts: install infra-up
 release-contracts: install
 	cd protos && ../.venv/bin/buf build -o released.binpb
 
-test: install infra-up lint contracts
+test: install infra-up prometheus lint contracts
 	.venv/bin/pytest -q --ignore=tests/contract
 
 test-only:
 	.venv/bin/pytest -q
 
-up: install infra-up
+up: install infra-up prometheus
 	bash scripts/platform.sh up
 
 down:

@@ -32,9 +32,13 @@ from servicekit.validation import is_canonical_uuid
 _TRACER = trace.get_tracer("gateway_bff")
 # No client body is near this (2,000 new slots are some 300 KiB).
 MAX_BODY_BYTES = 1024 * 1024
-REQUESTS = Counter("gateway_requests", "HTTP requests answered", ["method", "route", "status"])
+REQUESTS = Counter(
+    "liftfit_http_requests",
+    "HTTP requests answered, by method, route template and status",
+    ["method", "route", "status"],
+)
 LATENCY = Histogram(
-    "gateway_request_seconds",
+    "liftfit_http_request_duration_seconds",
     "Time to answer an HTTP request",
     ["method", "route"],
     buckets=(0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),

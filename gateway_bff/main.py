@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -11,31 +12,42 @@ from fastapi import FastAPI
 
 from gateway_bff.app import create_app
 from gateway_bff.identity import Authenticator
-from gateway_bff.lag import ConsumerLag, LagSettings
 from gateway_bff.parts import Parts
 from gateway_bff.settings import Settings
 from gateway_bff.store.directory import Directory
 from gateway_bff.upstream import Services
 from servicekit.db import make_engine, make_session_factory
+from servicekit.lag import ConsumerLag, LagSettings
+from servicekit.metrics.endpoint import registry_with
+from servicekit.metrics.probes import lag_probe
+from servicekit.metrics.sampling import SampledGauges
 from servicekit.runtime import service_main
 
 
 def bootstrap(settings: Settings, identity: Authenticator) -> FastAPI:
     """Wires the gateway; nothing connects until a request needs it."""
     engine = make_engine(settings.database_url, pool_size=settings.db_pool_size)
+    lag = ConsumerLag(LagSettings(settings.kafka_bootstrap, settings.topic_prefix))
+    # Every group's lag, read from the broker: seen even while a consumer's process is stopped.
+    gauges = SampledGauges([lag_probe(lag)])
     parts = Parts(
         services=Services(settings.service_addresses, settings.deadline_s),
         directory=Directory(make_session_factory(engine)),
         identity=identity,
-        lag=ConsumerLag(LagSettings(settings.kafka_bootstrap, settings.topic_prefix)),
+        lag=lag,
+        metrics=registry_with(gauges),
     )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await parts.directory.ensure_operators(settings.operators)
+        stopping = asyncio.Event()
+        sampler = asyncio.create_task(gauges.run(stopping))
         try:
             yield
         finally:
+            stopping.set()
+            await sampler
             await parts.services.close()
             await identity.aclose()
             await engine.dispose()

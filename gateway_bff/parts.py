@@ -7,12 +7,13 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Header, Request
+from prometheus_client import CollectorRegistry
 
 from gateway_bff.identity import Authenticator
-from gateway_bff.lag import ConsumerLag
 from gateway_bff.problems import Problem, not_found
 from gateway_bff.store.directory import Directory
 from gateway_bff.upstream import Services
+from servicekit.lag import ConsumerLag
 from servicekit.validation import is_canonical_uuid
 
 _KEY = re.compile(r"[A-Za-z0-9._:-]{1,128}")
@@ -24,6 +25,7 @@ class Parts:
     directory: Directory
     identity: Authenticator
     lag: ConsumerLag
+    metrics: CollectorRegistry  # what /metrics serves
 
 
 def parts_of(request: Request) -> Parts:

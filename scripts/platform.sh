@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Starts the platform's own processes (sandboxes and services) on top of the local
-# infrastructure, each with a pid file in .local/run so `make down` stops it.
+# Starts the platform's own processes (sandboxes, services and Prometheus scraping them) on
+# top of the local infrastructure, each with a pid file in .local/run so `make down` stops it.
 #
 # Run it again at any time: a process that is alive is left alone, one that died (killed,
 # crashed, or a zombie nobody reaped) is started again and its stale pid file replaced.
@@ -23,8 +23,9 @@ while IFS= read -r line || [[ -n "$line" ]]; do
 done <deploy/local/platform.env
 py="$root/.venv/bin/python"
 READY_TIMEOUT_S=60
+prometheus_bin="$(command -v prometheus || echo /usr/bin/prometheus)"
 
-# name, module, readiness probe
+# name, module (or a program's absolute path, see launch), readiness probe
 processes=(
   "card-gateway|sandboxes.card_gateway|http://127.0.0.1:${CARD_GATEWAY_PORT}/_sandbox/faults"
   "lock-provider|sandboxes.lock_provider|http://127.0.0.1:${LOCK_PROVIDER_PORT}/_sandbox/faults"
@@ -34,6 +35,7 @@ processes=(
   "access|services.access|grpc://${ACCESS_GRPC_ADDRESS}"
   "notify|services.notify|grpc://${NOTIFY_GRPC_ADDRESS}"
   "gateway|gateway_bff|http://${GATEWAY_ADDRESS}/healthz"
+  "prometheus|${prometheus_bin}|http://${PROMETHEUS_ADDRESS}/-/ready"
 )
 
 # The same test as pid_alive in deploy/local/infra.sh: /proc has the process and it is not
@@ -49,11 +51,12 @@ pid_alive() {
 recorded_pid() { if [[ -f "$run_dir/$1.pid" ]]; then tr -dc "0-9" <"$run_dir/$1.pid"; fi; }
 
 # Alive and still our program: a pid number may have been given to another process since.
+# A Python module runs as `python -m <module>`, a program as `<its path> <arguments>`.
 running() {
   local pid="$1" module="$2" cmdline
   pid_alive "$pid" || return 1
   cmdline="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null || true)"
-  [[ "$cmdline" == *" -m $module "* ]]
+  [[ "$cmdline" == *" -m $module "* || "$cmdline" == "$module "* ]]
 }
 
 why_not_running() {
@@ -142,6 +145,51 @@ PY
 # restart waits for on a busy machine.
 compile_bytecode() { "$py" -m compileall -q servicekit services gateway_bff sandboxes build/gen >/dev/null; }
 
+# Prometheus scrapes every process of this run (its ports) and evaluates the alert rules
+# of deploy/prometheus/rules/ (none there is no error); its data stays in the state folder.
+prometheus_dir="$(cd "$state_dir" && pwd)/prometheus"
+write_prometheus_config() {
+  mkdir -p "$prometheus_dir/data"
+  local interval="${PROMETHEUS_SCRAPE_INTERVAL:-2s}"
+  cat >"$prometheus_dir/prometheus.yml" <<EOF_PROMETHEUS
+# Written by scripts/platform.sh for this run's ports; rewritten at every start.
+global:
+  scrape_interval: ${interval}
+  scrape_timeout: ${interval}
+  evaluation_interval: ${interval}
+rule_files:
+  - ${root}/deploy/prometheus/rules/*.yml
+scrape_configs:
+  - {job_name: booking, static_configs: [{targets: ['${BOOKING_METRICS_ADDRESS}']}]}
+  - {job_name: payment, static_configs: [{targets: ['${PAYMENT_METRICS_ADDRESS}']}]}
+  - {job_name: access, static_configs: [{targets: ['${ACCESS_METRICS_ADDRESS}']}]}
+  - {job_name: notify, static_configs: [{targets: ['${NOTIFY_METRICS_ADDRESS}']}]}
+  - {job_name: gateway, static_configs: [{targets: ['${GATEWAY_ADDRESS}']}]}
+EOF_PROMETHEUS
+}
+
+program_args() {
+  case "$1" in
+    prometheus)
+      printf '%s\n' "--config.file=$prometheus_dir/prometheus.yml" \
+        "--storage.tsdb.path=$prometheus_dir/data" "--storage.tsdb.retention.time=1d" \
+        "--web.listen-address=${PROMETHEUS_ADDRESS}"
+      ;;
+  esac
+}
+
+# A Python module runs in the repository's interpreter; a program (an absolute path) with
+# the arguments program_args gives it.
+launch() {
+  local name="$1" module="$2" args
+  if [[ "$module" == /* ]]; then
+    mapfile -t args < <(program_args "$name")
+    nohup "$module" "${args[@]}" </dev/null >>"$log_dir/$name.log" 2>&1 &
+  else
+    nohup "$py" -m "$module" </dev/null >>"$log_dir/$name.log" 2>&1 &
+  fi
+}
+
 started=()
 
 start() {
@@ -149,11 +197,12 @@ start() {
   pid="$(recorded_pid "$name")"
   if running "$pid" "$module"; then
     echo "$name: already running (pid $pid)"
+    [[ "$name" != prometheus ]] || kill -HUP "$pid" # reads the rewritten configuration
     return
   fi
   [[ -f "$run_dir/$name.pid" ]] && echo "$name: not running ($(why_not_running "$pid")): starting it again"
   t0="$(date +%s%3N)"
-  nohup "$py" -m "$module" </dev/null >>"$log_dir/$name.log" 2>&1 &
+  launch "$name" "$module"
   pid=$!
   echo "$pid" >"$run_dir/$name.pid"
   started+=("$name")
@@ -187,6 +236,7 @@ case "${1:-up}" in
   up)
     compile_bytecode
     migrate
+    write_prometheus_config
     for entry in "${processes[@]}"; do IFS='|' read -r name module probe <<<"$entry"; start "$name" "$module" "$probe"; done
     if ((${#started[@]})); then
       echo "(re)started: ${started[*]}"
@@ -198,6 +248,8 @@ case "${1:-up}" in
 
 LIFT & FIT Private Space runs locally:
   gateway (public HTTP API)   http://${GATEWAY_ADDRESS}  (OpenAPI at /openapi.json, docs at /docs; X-Dev-User: ops is an operator)
+  Prometheus                  http://${PROMETHEUS_ADDRESS}  (every process scraped every ${PROMETHEUS_SCRAPE_INTERVAL:-2s}; targets at /targets, alerts at /alerts)
+  metrics (/metrics)          booking ${BOOKING_METRICS_ADDRESS}, payment ${PAYMENT_METRICS_ADDRESS}, access ${ACCESS_METRICS_ADDRESS}, notify ${NOTIFY_METRICS_ADDRESS}, gateway ${GATEWAY_ADDRESS}
   booking service (gRPC)      ${BOOKING_GRPC_ADDRESS}
   payment service (gRPC)      ${PAYMENT_GRPC_ADDRESS}
   access service (gRPC)       ${ACCESS_GRPC_ADDRESS}

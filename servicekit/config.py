@@ -59,6 +59,7 @@ class ServiceBasics(TypedDict):
     grpc_address: str
     topic_prefix: str
     idempotency_secret: bytes
+    metrics_address: str
 
 
 def service_basics(service: str, grpc_port: int) -> ServiceBasics:
@@ -69,6 +70,8 @@ def service_basics(service: str, grpc_port: int) -> ServiceBasics:
         grpc_address=optional(f"{prefix}_GRPC_ADDRESS", f"127.0.0.1:{grpc_port}"),
         topic_prefix=optional("TOPIC_PREFIX", ""),
         idempotency_secret=hashing_secret(f"{prefix}_IDEMPOTENCY_SECRET"),
+        # Where /metrics is served (host:port); unset, the service serves none.
+        metrics_address=optional(f"{prefix}_METRICS_ADDRESS", ""),
     )
 
 

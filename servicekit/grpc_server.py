@@ -34,6 +34,7 @@ from servicekit.errors import (
     status_for,
 )
 from servicekit.faults import Fault, classify
+from servicekit.metrics.grpc_requests import RequestMetrics
 from servicekit.refusals import Refusal
 
 __all__ = ["abort_with_reason", "channel", "reason_of", "start_server"]
@@ -187,7 +188,8 @@ async def start_server(
     in the domain `error_domains` names for their gRPC service.
     """
     interceptor = GuardedServerInterceptor(error_domain, error_domains)
-    server = grpc.aio.server(interceptors=[interceptor])
+    # The metrics outermost: they count the status the guard answered with.
+    server = grpc.aio.server(interceptors=[RequestMetrics(), interceptor])
     for register in registrations:
         register(server)
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]

@@ -31,6 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from servicekit import driver_sql, tracing
 from servicekit.faults import Fault, classify
 from servicekit.kafka import ProducerLink
+from servicekit.metrics.counters import INBOX_APPLIED, INBOX_DUPLICATES, INBOX_PARKED
 from servicekit.outage import OutageLog
 from servicekit.records import BadRecord, Delivery, Incoming, read_delivery
 from servicekit.retry import RetryPolicy
@@ -82,6 +83,8 @@ class Inbox:
             try:
                 outcome = await self._apply(delivery, incoming)
                 self._database.succeeded()
+                counter = INBOX_DUPLICATES if outcome == "duplicate" else INBOX_APPLIED
+                counter.labels(delivery.topic).inc()
                 return outcome
             except Exception as error:
                 fault = classify(error)
@@ -193,6 +196,7 @@ class Inbox:
                 self._database.failed(error)
                 await asyncio.sleep(self._policy.delay_after(2))
         self._copy_to_dead_letters(delivery, reason)
+        INBOX_PARKED.labels(delivery.topic).inc()
         return "parked"
 
     def _copy_to_dead_letters(self, delivery: Delivery, reason: str) -> None:

@@ -7,8 +7,9 @@ answer that is too large, not JSON, or not an object), after which the request m
 not have been applied. A whole call is bounded by twice the client's read time-out, so an
 answer trickled byte by byte cannot hold a job either, and at most `MAX_ANSWER` bytes are
 read. An unreachable provider is logged when it starts and ends (`OutageLog`), not once
-per call. Each adapter reads the fields it needs from the document and treats a missing
-or mistyped one as an unknown outcome too.
+per call. Every call is counted by provider, operation and outcome (ok, refused: a 4xx,
+unknown) and timed (servicekit.metrics.counters). Each adapter reads the fields it needs
+from the document and treats a missing or mistyped one as an unknown outcome too.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from __future__ import annotations
 import asyncio
 import json as jsonlib
 import logging
+import time
 from typing import Any, Final
 
 import httpx
 
+from servicekit.metrics import counters
 from servicekit.outage import OutageLog
 
 # Bounds on what is read from a provider: its answers are small, and a broken or hostile
@@ -41,8 +44,10 @@ class JsonExchange:
         client: httpx.AsyncClient,
         provider: str,
         unknown: type[UnknownOutcome] = UnknownOutcome,
+        metric_name: str = "provider",
     ) -> None:
         self.client = client
+        self._metric_name = metric_name  # the `provider` label: card_gateway, lock_provider
         self._unknown = unknown
         self._deadline_s = 2 * (client.timeout.read or 30.0)
         self._outage = OutageLog(log, provider)
@@ -54,17 +59,25 @@ class JsonExchange:
         json: dict[str, Any] | None = None,
         params: dict[str, str] | None = None,
         headers: dict[str, str] | None = None,
+        *,
+        operation: str,
     ) -> tuple[int, dict[str, Any]]:
-        """The status (2xx or 4xx) and the JSON object of a definite answer."""
+        """The status (2xx or 4xx) and the JSON object of a definite answer. `operation`
+        names the call in the metrics (a fixed word: a path holds ids)."""
         call = f"{method} {path}"
         request = self.client.build_request(
             method, path, json=json, params=params, headers=headers or {}
         )
+        started, outcome = time.perf_counter(), counters.UNKNOWN
         try:
             answer = await self._exchange(call, request)
+            outcome = counters.OK if answer[0] < 300 else counters.REFUSED
         except UnknownOutcome as error:
             self._outage.failed(error)
             raise
+        finally:
+            elapsed = time.perf_counter() - started
+            counters.provider_call(self._metric_name, operation, outcome, elapsed)
         self._outage.succeeded()
         return answer
 

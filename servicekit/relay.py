@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from servicekit import driver_sql, tracing
 from servicekit.faults import BROKER_OUTAGE_ERRORS
 from servicekit.kafka import ProducerLink, broker_answers
+from servicekit.metrics.counters import RELAY_FAILURES, RELAY_PUBLISHED
 from servicekit.outage import OutageLog
 from servicekit.partitions import partition_for
 from servicekit.retry import RetryPolicy, seconds_from_now
@@ -189,6 +191,7 @@ class OutboxRelay:
             for row, result in zip(rows, results, strict=True)
             if isinstance(result, BaseException)
         ]
+        _count(rows, results)
         passing = [(row, error) for row, error in failures if self._passing(row, error)]
         refused = [(row, error) for row, error in failures if not self._passing(row, error)]
         outage = bool(passing) and not await broker_answers(self._producer)
@@ -271,6 +274,18 @@ class _PartitionCounts:
                 return None
             self._counts[topic] = count
         return partition_for(key, count)
+
+
+def _count(rows: Sequence[Row[Any]], results: list[Any]) -> None:
+    """Each topic's acknowledged and unacknowledged rows, counted once per batch."""
+    published: Counter[str] = Counter()
+    failed: Counter[str] = Counter()
+    for row, result in zip(rows, results, strict=True):
+        (failed if isinstance(result, BaseException) else published)[row.topic] += 1
+    for topic, n in published.items():
+        RELAY_PUBLISHED.labels(topic).inc(n)
+    for topic, n in failed.items():
+        RELAY_FAILURES.labels(topic).inc(n)
 
 
 def _carrier(row: Row[Any]) -> dict[str, str]:

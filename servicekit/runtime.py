@@ -2,6 +2,8 @@
 
 A service's bootstrap() builds one ServiceRuntime: its gRPC server and its workers
 (outbox relay, inbox consumers, timer runner, and whatever else the service runs).
+Its metrics (servicekit.metrics), when it has them, are served on a port of their own from
+start() to stop(), and their sampler is one more supervised worker.
 The schema is the migrations' business (servicekit.migrations), never the service's: it
 runs as a role that cannot create tables. The gRPC server answers at once and the workers
 connect to Kafka by themselves, so a service serves while the broker is down. Workers
@@ -27,6 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from servicekit.config import refuse_to_start_on_bad_settings
 from servicekit.grpc_server import Health, Registration, start_server
 from servicekit.kafka import ProducerLink
+from servicekit.metrics.service import ServiceMetrics
 from servicekit.supervision import RestartPolicy, Supervisor, Worker
 from servicekit.tracing import configure_tracing
 
@@ -52,6 +55,7 @@ class ServiceRuntime:
     error_domains: Mapping[str, str] = field(default_factory=dict)
     workers: Sequence[Worker] = ()
     restart_policy: RestartPolicy = field(default_factory=RestartPolicy)
+    metrics: ServiceMetrics | None = None
     grpc_port: int = 0
     _server: grpc.aio.Server | None = None
     _health: Health | None = None
@@ -70,7 +74,13 @@ class ServiceRuntime:
             self.error_domain,
             self.error_domains,
         )
-        self._supervisor = Supervisor(self.workers, self._health.serving, self.restart_policy)
+        workers = list(self.workers)
+        if self.metrics is not None:
+            self.metrics.start()
+            workers += self.metrics.workers()
+            if self.metrics.port:
+                log.info("%s serving /metrics on port %d", self.name, self.metrics.port)
+        self._supervisor = Supervisor(workers, self._health.serving, self.restart_policy)
         self._supervisor.start()
         log.info("%s serving gRPC on port %d", self.name, self.grpc_port)
 
@@ -81,6 +91,8 @@ class ServiceRuntime:
             await self._server.stop(grace=2)
         if self._supervisor is not None:
             await self._supervisor.stop()
+        if self.metrics is not None:
+            await self.metrics.stop()
         await self.producer.close()
         await self.engine.dispose()
 

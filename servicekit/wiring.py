@@ -5,7 +5,9 @@ handlers and recurring jobs, and how its timers are bounded. Everything else is 
 in every service and is built here: the producer link shared by relay and inbox (for
 dead-letter copies), the inbox and its Kafka consumer, the outbox relay, the recurring
 jobs (outbox, inbox and timer pruning among them) and the timer runner, and the four
-supervised workers that run them. Nothing connects here; the workers do, once started.
+supervised workers that run them; and the service's metrics over the same tables, to which
+a service adds only its drift source and its own gauges. Nothing connects here; the
+workers do, once started.
 """
 
 from __future__ import annotations
@@ -19,6 +21,10 @@ from servicekit import kafka
 from servicekit.consumer import InboxConsumer
 from servicekit.inbox import EventHandler, Inbox
 from servicekit.incidents import Incidents
+from servicekit.lag import ConsumerLag, LagSettings
+from servicekit.metrics.sampling import Probe
+from servicekit.metrics.service import ServiceMetrics, service_metrics
+from servicekit.operations.hooks import DriftSource
 from servicekit.outbox import Outbox
 from servicekit.recurring import Recurring, RecurringJob
 from servicekit.relay import OutboxRelay
@@ -66,6 +72,16 @@ class Eventing:
     relay: OutboxRelay
     recurring: Recurring
     timer_runner: TimerRunner
+    sessions: async_sessionmaker[AsyncSession]
+    tables: EventingTables
+    lag: ConsumerLag  # the lag of the service's own consumer group
+
+    def metrics(
+        self, address: str, drift: DriftSource, own: Sequence[Probe] = ()
+    ) -> ServiceMetrics:
+        """The service's metrics, served at `address`: every service's gauges over these
+        tables, its drift source's findings and its own group's lag, and `own`."""
+        return service_metrics(address, self.sessions, self.tables, self.lag, drift, own)
 
     def workers(self) -> list[Worker]:
         """The supervised workers of every service (a service may add its own)."""
@@ -104,7 +120,12 @@ def eventing(
         lease_s=work.lease_s,
     )
     relay = OutboxRelay(sessions, tables.outbox, producer)
-    return Eventing(producer, inbox, consumer, relay, recurring, timer_runner)
+    lag = ConsumerLag(
+        LagSettings(kafka_bootstrap, "", (consumes.group,), client_id=f"{service}-lag")
+    )
+    return Eventing(
+        producer, inbox, consumer, relay, recurring, timer_runner, sessions, tables, lag
+    )
 
 
 class ServiceApp:

@@ -51,5 +51,7 @@ async def ready(request: Request) -> JSONResponse:
 
 
 @router.get("/metrics", operation_id="metrics", response_class=Response)
-async def metrics() -> Response:
-    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+async def metrics(request: Request) -> Response:
+    """Prometheus's text: the request metrics, and every consumer group's lag as the
+    gateway's sampler last read it (none while the broker is away)."""
+    return Response(generate_latest(parts_of(request).metrics), media_type=CONTENT_TYPE_LATEST)

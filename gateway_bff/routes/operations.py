@@ -24,11 +24,11 @@ from liftfit.ops.v1 import operations_pb2 as opb
 from gateway_bff import bodies, timeline
 from gateway_bff.docs import ANSWERS
 from gateway_bff.edge import caller_of
-from gateway_bff.lag import BrokerUnreachable
 from gateway_bff.parts import Parts, known_id, parts_of
 from gateway_bff.problems import Problem, not_found, service_unavailable
 from gateway_bff.resources import moment
 from gateway_bff.settings import SERVICES
+from servicekit.lag import BrokerUnreachable
 
 router = APIRouter(prefix="/v1/ops", tags=["operations"])
 Service = Literal["booking", "payment", "access", "notify"]

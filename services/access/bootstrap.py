@@ -91,6 +91,7 @@ def bootstrap(settings: Settings, provider: LockProvider | None = None) -> Acces
         error_domain=ERROR_DOMAIN,
         error_domains=operators.error_domains,
         workers=parts.workers(),
+        metrics=parts.metrics(settings.metrics_address, operator_view.drift_findings),
     )
     return AccessApp(settings, runtime, deps, parts.inbox, parts.timer_runner, parts.recurring)
 

@@ -46,6 +46,7 @@ class Settings:
     revocation_overdue_s: int = 600
     reseal_every_s: int = 600
     alias_prefix: str = "liftfit"
+    metrics_address: str = ""  # host:port of /metrics; empty: none served
 
     @classmethod
     def from_env(cls) -> Settings:

@@ -84,5 +84,6 @@ def bootstrap(settings: Settings) -> BookingApp:
         error_domain=ERROR_DOMAIN,
         error_domains=operators.error_domains,
         workers=parts.workers(),
+        metrics=parts.metrics(settings.metrics_address, operator_view.drift_findings),
     )
     return BookingApp(settings, runtime, uows, parts.inbox, parts.timer_runner, parts.relay)

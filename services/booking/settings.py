@@ -17,6 +17,7 @@ class Settings:
     hold_seconds: int
     terms_version: str
     db_pool_size: int = 16
+    metrics_address: str = ""  # host:port of /metrics; empty: none served
 
     @classmethod
     def from_env(cls) -> Settings:

@@ -18,6 +18,7 @@ from servicekit.timers import TimerRunner
 from servicekit.wiring import Consumes, ServiceApp, TimerWork, effects_of, eventing
 from services.notify.adapters import operator_view, orm
 from services.notify.adapters.access_pins import AccessPins, GrpcAccessPins
+from services.notify.adapters.mail_metrics import mails_probe
 from services.notify.adapters.mail_server import MailServer, SmtpMailServer
 from services.notify.adapters.mail_templates import MailTemplates
 from services.notify.entrypoints.consumer import event_handlers
@@ -101,5 +102,8 @@ def bootstrap(
         error_domain=ERROR_DOMAIN,
         error_domains=operators.error_domains,
         workers=parts.workers(),
+        metrics=parts.metrics(
+            settings.metrics_address, operator_view.drift_findings, own=[mails_probe(sessions)]
+        ),
     )
     return NotifyApp(settings, runtime, deps, parts.inbox, parts.timer_runner, parts.recurring)

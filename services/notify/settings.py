@@ -37,6 +37,7 @@ class Settings:
     send_max_tries: int = 12
     send_retry_base_s: float = 1.0
     send_retry_max_s: float = 300.0
+    metrics_address: str = ""  # host:port of /metrics; empty: none served
 
     @classmethod
     def from_env(cls) -> Settings:

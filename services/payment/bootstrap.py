@@ -96,6 +96,7 @@ def bootstrap(settings: Settings, gateway: CardGateway | None = None) -> Payment
         error_domain=ERROR_DOMAIN,
         error_domains=operators.error_domains,
         workers=workers,
+        metrics=parts.metrics(settings.metrics_address, view.drift_findings),
     )
     return PaymentApp(settings, runtime, deps, tables, sessions, parts.timer_runner, parts.inbox)
 

@@ -24,6 +24,7 @@ class Settings:
     gateway_timeout_s: float = 5.0
     gateway_retry_base_s: float = 0.5
     gateway_max_tries: int = 8
+    metrics_address: str = ""  # host:port of /metrics; empty: none served
 
     @classmethod
     def from_env(cls) -> Settings:

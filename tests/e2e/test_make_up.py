@@ -58,8 +58,10 @@ async def test_make_up_starts_every_part_and_a_booking_walks_it_to_its_pin_and_m
     assert f"gateway (public HTTP API)   {platform.gateway}" in platform.output
     assert (
         "(re)started: card-gateway lock-provider mail-sandbox booking payment access notify"
-        " gateway" in platform.output
+        " gateway prometheus" in platform.output
     )
+    prometheus = platform.env["PROMETHEUS_ADDRESS"]
+    assert f"Prometheus                  http://{prometheus}" in platform.output
     email = f"walker-{uuid.uuid4().hex[:8]}@example.test"
     start = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
 

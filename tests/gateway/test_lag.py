@@ -13,7 +13,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-from gateway_bff.lag import BrokerUnreachable, ConsumerLag, GroupLag, LagSettings, PartitionLag
+from servicekit.lag import BrokerUnreachable, ConsumerLag, GroupLag, LagSettings, PartitionLag
+from tests.support.sandboxes import silent_listener
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.infra
@@ -126,11 +127,8 @@ def closed_port() -> Iterator[int]:
 
 @pytest.fixture
 def silent_broker() -> Iterator[int]:
-    """A port that accepts connections (the kernel's backlog) and never answers a request."""
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(16)
-        yield listener.getsockname()[1]
+    with silent_listener() as port:
+        yield port
 
 
 async def test_a_broker_that_is_not_there_is_reported_within_the_deadline(

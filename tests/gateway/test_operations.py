@@ -9,22 +9,11 @@ else goes through the gateway."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
-import psycopg
-
 from tests.gateway.api import OPS, Api
-from tests.support.platform import Platform
+from tests.support.platform import Platform, database
 from tests.support.waiting import eventually
-
-
-@asynccontextmanager
-async def database(platform: Platform, service: str) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-    url = platform.env[f"{service.upper()}_MIGRATION_DATABASE_URL"].replace("+psycopg", "")
-    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as connection:
-        yield connection
 
 
 async def _timeline(api: Api, booking_id: str) -> dict[str, Any]:

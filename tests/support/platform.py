@@ -16,6 +16,9 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import psycopg
 
 from tests.support.infrastructure import Infrastructure, create_database, drop_database
 from tests.support.sandboxes import free_port
@@ -49,6 +52,15 @@ class Platform:
         return await _run_script(self.env, self.state)
 
 
+@contextlib.asynccontextmanager
+async def database(platform: Platform, service: str) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+    """A service's database as its owner, for a failure no HTTP call can cause (an outbox
+    row the broker refused, an incident a job opened), made where it would happen."""
+    url = platform.env[f"{service.upper()}_MIGRATION_DATABASE_URL"].replace("+psycopg", "")
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as connection:
+        yield connection
+
+
 def _environment(
     infra: Infrastructure, names: dict[str, str], prefix: str, state: Path
 ) -> dict[str, str]:
@@ -63,12 +75,15 @@ def _environment(
         env[f"{upper}_MIGRATION_DATABASE_URL"] = owner
         env[f"{upper}_DATABASE_URL"] = _as_runtime_role(owner)
         env[f"{upper}_GRPC_ADDRESS"] = f"127.0.0.1:{free_port()}"
+        if part != "gateway":  # the gateway serves /metrics on its own address
+            env[f"{upper}_METRICS_ADDRESS"] = f"127.0.0.1:{free_port()}"
     gateway = f"127.0.0.1:{free_port()}"
     webhook_secret = f"whsec_test_{uuid.uuid4().hex}"
     env |= {
         "CARD_GATEWAY_WEBHOOK_SECRETS": webhook_secret,
         "PAYMENT_WEBHOOK_SECRETS": webhook_secret,
         "GATEWAY_ADDRESS": gateway,
+        "PROMETHEUS_ADDRESS": f"127.0.0.1:{free_port()}",
         "GATEWAY_IDENTITY": "dev",
         "GATEWAY_OPERATORS": "ops",
         "PAYMENT_RETURN_URL": f"http://{gateway}/v1/payments/return",

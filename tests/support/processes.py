@@ -83,6 +83,9 @@ def service_environment(
         BOOKING_GRPC_ADDRESS=f"127.0.0.1:{free_port()}",
         PAYMENT_DATABASE_URL=payment_database_url,
         PAYMENT_GRPC_ADDRESS=f"127.0.0.1:{free_port()}",
+        # Any free port: platform.env's fixed ones may be a running platform's.
+        BOOKING_METRICS_ADDRESS="127.0.0.1:0",
+        PAYMENT_METRICS_ADDRESS="127.0.0.1:0",
         PAYMENT_WEBHOOK_SECRETS=",".join(sandbox.secrets),
         CARD_GATEWAY_URL=sandbox.url,
         CARD_GATEWAY_API_KEY=sandbox.api_key,

@@ -46,6 +46,16 @@ def free_port() -> int:
         return port
 
 
+@contextlib.contextmanager
+def silent_listener() -> Iterator[int]:
+    """A port that accepts connections (the kernel's backlog) and never answers a request:
+    a broker or provider that hangs."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        yield listener.getsockname()[1]
+
+
 def sandbox_env(**settings: str) -> dict[str, str]:
     """This process's environment with the repository importable and ``settings`` set."""
     pythonpath = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))

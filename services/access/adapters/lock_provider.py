@@ -63,7 +63,9 @@ class LockProvider(abc.ABC):
 
 class HttpLockProvider(LockProvider):
     def __init__(self, client: httpx.AsyncClient) -> None:
-        self._exchange = JsonExchange(client, "the lock provider", ProviderUnavailable)
+        self._exchange = JsonExchange(
+            client, "the lock provider", ProviderUnavailable, "lock_provider"
+        )
 
     async def create_code(
         self, device_id: str, name: str, starts_at: datetime, ends_at: datetime
@@ -103,7 +105,9 @@ class HttpLockProvider(LockProvider):
             raise
 
     async def _call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        status, data = await self._exchange.call("POST", path, json=body)
+        # The path's last word names the operation: create, list, get, delete.
+        operation = path.rsplit("/", 1)[-1]
+        status, data = await self._exchange.call("POST", path, json=body, operation=operation)
         if status < 300:
             return data
         raise ProviderRefused(status, str(data.get("error", ""))[:MAX_TEXT])

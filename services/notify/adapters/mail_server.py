@@ -8,18 +8,22 @@ One try is one SMTP session, and its result says what is known afterwards:
 - the data went out and the final reply never came (a time-out, a dropped connection):
   `UNKNOWN`. The server may have taken the mail, so the caller must not send it again.
 
-The result names the server's reply or the error, never the mail's content.
+The result names the server's reply or the error, never the mail's content. Each try is
+counted (provider `mail`, operation `send`) by what it ended in: ok, refused (now or for
+good: the server did not take the mail) or unknown, and timed.
 """
 
 from __future__ import annotations
 
 import abc
+import time
 from email.message import EmailMessage
 from email.policy import SMTP as SMTP_POLICY
 from email.utils import formatdate
 
 import aiosmtplib
 
+from servicekit.metrics import counters
 from services.notify.domain.model import Mail, Outcome, SendResult
 
 LOCAL_HOSTNAME = "notify.liftfit.local"  # named, so no try waits on a lookup of our own name
@@ -54,6 +58,13 @@ class SmtpMailServer(MailServer):
         self._timeout_s = timeout_s
 
     async def send(self, mail: Mail) -> SendResult:
+        started = time.perf_counter()
+        result = await self._try(mail)
+        outcome = _METRIC_OUTCOMES.get(result.outcome, counters.REFUSED)
+        counters.provider_call("mail", "send", outcome, time.perf_counter() - started)
+        return result
+
+    async def _try(self, mail: Mail) -> SendResult:
         client = aiosmtplib.SMTP(
             hostname=self._host,
             port=self._port,
@@ -85,6 +96,9 @@ class SmtpMailServer(MailServer):
         except (aiosmtplib.SMTPException, OSError, TimeoutError):
             client.close()  # the mail was taken; a failed goodbye changes nothing
         return SendResult(Outcome.SENT, f"{reply.code} {reply.message}"[:500])
+
+
+_METRIC_OUTCOMES = {Outcome.SENT: counters.OK, Outcome.UNKNOWN: counters.UNKNOWN}
 
 
 def _refusal(refused: aiosmtplib.SMTPResponseException) -> SendResult:

@@ -65,7 +65,9 @@ class CardGateway(abc.ABC):
 
 class HttpCardGateway(CardGateway):
     def __init__(self, client: httpx.AsyncClient) -> None:
-        self._exchange = JsonExchange(client, "the card gateway", GatewayUnavailable)
+        self._exchange = JsonExchange(
+            client, "the card gateway", GatewayUnavailable, "card_gateway"
+        )
 
     async def create_payment(
         self, key: str, amount: Money, reference: str, return_url: str
@@ -77,14 +79,16 @@ class HttpCardGateway(CardGateway):
         }
         if return_url:
             body["return_url"] = return_url
-        data = await self._call("POST", "/v1/payments", json=body, key=key)
+        data = await self._call("create_payment", "POST", "/v1/payments", json=body, key=key)
         return remote_of(data)
 
     async def get_payment(self, provider_payment_id: str) -> RemotePayment:
-        return remote_of(await self._call("GET", f"/v1/payments/{_segment(provider_payment_id)}"))
+        path = f"/v1/payments/{_segment(provider_payment_id)}"
+        return remote_of(await self._call("get_payment", "GET", path))
 
     async def find_by_reference(self, reference: str) -> list[RemotePayment]:
-        data = await self._call("GET", "/v1/payments", params={"reference": reference})
+        query = {"reference": reference}
+        data = await self._call("find_payments", "GET", "/v1/payments", params=query)
         found = data.get("data")
         if not isinstance(found, list):
             raise GatewayUnavailable("GET /v1/payments: no list of payments in the answer")
@@ -92,17 +96,18 @@ class HttpCardGateway(CardGateway):
 
     async def cancel_payment(self, provider_payment_id: str) -> RemotePayment:
         path = f"/v1/payments/{_segment(provider_payment_id)}/cancel"
-        return remote_of(await self._call("POST", path))
+        return remote_of(await self._call("cancel_payment", "POST", path))
 
     async def refund(self, provider_payment_id: str, key: str, amount: Money) -> None:
         path = f"/v1/payments/{_segment(provider_payment_id)}/refunds"
-        await self._call("POST", path, json={"amount": amount.amount}, key=key)
+        await self._call("refund", "POST", path, json={"amount": amount.amount}, key=key)
 
     async def aclose(self) -> None:
         await self._exchange.aclose()
 
     async def _call(
         self,
+        operation: str,
         method: str,
         path: str,
         json: dict[str, Any] | None = None,
@@ -110,7 +115,9 @@ class HttpCardGateway(CardGateway):
         key: str | None = None,
     ) -> dict[str, Any]:
         headers = {"Idempotency-Key": key} if key else {}
-        status, data = await self._exchange.call(method, path, json, params, headers)
+        status, data = await self._exchange.call(
+            method, path, json, params, headers, operation=operation
+        )
         if status < 300:
             return data
         found = data.get("payment")

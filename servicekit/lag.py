@@ -1,11 +1,13 @@
-"""How far each service's consumers are behind: per group, topic and partition, the offset
-the group has committed, the partition's end and the difference.
+"""How far consumers are behind: per group, topic and partition, the offset the group has
+committed, the partition's end and the difference. The gateway reads every group of the
+platform (for operators and its /metrics), each service its own (its /metrics).
 
 The services' groups are named `<TOPIC_PREFIX><service>`, so the prefix picks them out of
-whatever else the broker serves. A group's partitions are those it has committed on, and
-for a live group those its members are assigned; a partition of such a topic without a
-commit has consumed nothing, and its lag is the whole end offset. Partitions of a topic
-the broker no longer has are left out: they have no end to measure against.
+whatever else the broker serves; `only` narrows that to named groups. A group's
+partitions are those it has committed on, and for a live group those its members are
+assigned; a partition of such a topic without a commit has consumed nothing, and its lag
+is the whole end offset. Partitions of a topic the broker no longer has are left out:
+they have no end to measure against.
 
 End offsets are read as the services' consumers read (read_committed), so the lag counts
 only records a consumer could be given. Everything is read within one deadline; a broker
@@ -57,6 +59,13 @@ class GroupLag:
 class LagSettings:
     kafka_bootstrap: str
     group_prefix: str
+    only: tuple[str, ...] = ()  # these groups alone; empty: every group with the prefix
+    client_id: str = "gateway-lag"
+
+    def wants(self, group: str) -> bool:
+        if self.only:
+            return group in self.only
+        return group.startswith(self.group_prefix)
 
     @classmethod
     def from_env(cls) -> LagSettings:
@@ -64,7 +73,7 @@ class LagSettings:
 
 
 class ConsumerLag:
-    """Reads the lag of every consumer group whose name starts with the prefix."""
+    """Reads the lag of the consumer groups the settings want."""
 
     def __init__(self, settings: LagSettings, deadline_s: float = DEADLINE_S) -> None:
         self._settings = settings
@@ -85,7 +94,7 @@ class ConsumerLag:
         timeout_ms = int(self._deadline_s * 1000)
         admin = AIOKafkaAdminClient(
             bootstrap_servers=self._settings.kafka_bootstrap,
-            client_id="gateway-lag",
+            client_id=self._settings.client_id,
             request_timeout_ms=timeout_ms,
         )
         try:
@@ -93,7 +102,7 @@ class ConsumerLag:
             groups = sorted(
                 group
                 for group, *_ in await admin.list_consumer_groups()
-                if group.startswith(self._settings.group_prefix)
+                if self._settings.wants(group)
             )
             committed = {group: await admin.list_consumer_group_offsets(group) for group in groups}
             # One group per request: aiokafka 0.14 decodes a DescribeGroups v3 answer with
@@ -106,7 +115,7 @@ class ConsumerLag:
         finally:
             await admin.close()
         every = [tp for tps in partitions.values() for tp in tps]
-        ends = await _end_offsets(self._settings.kafka_bootstrap, every, timeout_ms)
+        ends = await _end_offsets(self._settings, every, timeout_ms)
         return [
             _group_lag(group, committed[group], read[group], partitions, ends) for group in groups
         ]
@@ -148,13 +157,13 @@ async def _partitions_of(
 
 
 async def _end_offsets(
-    bootstrap: str, partitions: list[TopicPartition], timeout_ms: int
+    settings: LagSettings, partitions: list[TopicPartition], timeout_ms: int
 ) -> dict[TopicPartition, int]:
     if not partitions:
         return {}
     consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap,
-        client_id="gateway-lag",
+        bootstrap_servers=settings.kafka_bootstrap,
+        client_id=settings.client_id,
         group_id=None,
         enable_auto_commit=False,
         isolation_level="read_committed",
