@@ -5,8 +5,8 @@ ends failed and shows in its service's backlog metrics.
 The consumer is paused for real: the notify service's process is stopped (SIGSTOP) while
 the gateway creates studios, each a SpaceCreated on booking.events, which notify reads;
 it is resumed (SIGCONT) whatever happens, so the shared platform goes on. The broker
-counts a stopped group's lag from its commits (its members are gone once their session
-times out), so notify has first committed on every partition of booking.events.
+counts a stopped group's lag on the topics it has committed on (its members are gone once
+their session times out), so notify has first committed on booking.events.
 """
 
 from __future__ import annotations
@@ -56,10 +56,10 @@ async def test_a_paused_consumer_lags_then_catches_up(platform: Platform) -> Non
         async def lag_in_api() -> int:
             return sum(p["lag"] for p in await partitions_in_api())
 
-        async def committed_everywhere() -> bool:
+        async def committed_on_the_topic() -> bool:
             topic = f"{platform.env['TOPIC_PREFIX']}booking.events"
             read = [p for p in await partitions_in_api() if p["topic"] == topic]
-            if read and all(p["committed"] is not None for p in read):
+            if any(p["committed"] is not None for p in read):
                 return True
             await api.studio(slots=1)  # a SpaceCreated on a partition chosen by its key
             return False
@@ -70,7 +70,7 @@ async def test_a_paused_consumer_lags_then_catches_up(platform: Platform) -> Non
         async def behind() -> bool:
             return await lag_in_metrics() >= EVENTS and await lag_in_api() >= EVENTS
 
-        await eventually(committed_everywhere, 60, every=0.5)
+        await eventually(committed_on_the_topic, 60, every=0.5)
         await eventually(caught_up, 30, every=0.5)
         with stopped(platform.pid("notify")):
             for _ in range(EVENTS):
