@@ -158,7 +158,7 @@ global:
   scrape_timeout: ${interval}
   evaluation_interval: ${interval}
 rule_files:
-  - ${root}/deploy/prometheus/rules/*.yml
+  - '${root}/deploy/prometheus/rules/*.yml'
 scrape_configs:
   - {job_name: booking, static_configs: [{targets: ['${BOOKING_METRICS_ADDRESS}']}]}
   - {job_name: payment, static_configs: [{targets: ['${PAYMENT_METRICS_ADDRESS}']}]}
