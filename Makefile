@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 VENV_STAMP := .venv/.installed
 
-.PHONY: install protos lint contracts release-contracts test test-only up down status infra-up bench bench-relay bench-booking bench-gateway lock
+.PHONY: install protos lint contracts release-contracts test test-only up down status infra-up promtool bench bench-relay bench-booking bench-gateway lock
 
 install: $(VENV_STAMP) build/gen/liftfit
 
@@ -47,7 +47,12 @@ contracts: install infra-up
 release-contracts: install
 	cd protos && ../.venv/bin/buf build -o released.binpb
 
-test: install infra-up lint contracts
+# promtool (Debian's prometheus package) checks the alerting rules and runs their unit tests
+# (tests/observability/test_alert_rules.py).
+promtool:
+	@command -v promtool >/dev/null || apt-get install -y -q --no-install-recommends prometheus
+
+test: install infra-up promtool lint contracts
 	.venv/bin/pytest -q --ignore=tests/contract
 
 test-only:
