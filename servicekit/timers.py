@@ -36,7 +36,7 @@ from opentelemetry.trace import SpanKind
 from sqlalchemy import Table, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from servicekit import driver_sql, tracing
+from servicekit import driver_sql, logs, tracing
 from servicekit.faults import Fault, classify
 from servicekit.incidents import Incidents
 from servicekit.outage import OutageLog
@@ -195,11 +195,14 @@ class TimerRunner:
 
     async def _fire(self, timer: DueTimer) -> None:
         async with self._slots:
-            with self._tracer.start_as_current_span(
-                f"timer {timer.kind}",
-                context=tracing.context_from(timer.headers),
-                kind=SpanKind.INTERNAL,
-                attributes={"timer.id": str(timer.timer_id), "timer.kind": timer.kind},
+            with (
+                self._tracer.start_as_current_span(
+                    f"timer {timer.kind}",
+                    context=tracing.context_from(timer.headers),
+                    kind=SpanKind.INTERNAL,
+                    attributes={"timer.id": str(timer.timer_id), "timer.kind": timer.kind},
+                ),
+                logs.about(**logs.ids_in(timer.expected)),
             ):
                 try:
                     await self._handle(timer)
