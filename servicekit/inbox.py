@@ -237,11 +237,12 @@ class Inbox:
 
 
 def _ids_of(incoming: Incoming) -> dict[str, str]:
-    """The booking, payment and grant ids of an event, for its log lines."""
+    """The booking, payment and grant ids of an event, for its log lines. A payload that
+    does not parse binds none: applying it parks it, saying why."""
     try:
         return logs.ids_in(incoming.payload())
-    except BadRecord:
-        return {}  # its handler parks it, saying why
+    except Exception:
+        return {}
 
 
 def _marker_values(

@@ -152,3 +152,6 @@ async def test_a_journeys_log_lines_are_json_carry_its_trace_and_hold_no_pin_sec
         assert all(re.fullmatch(r"[0-9a-f]{16}", line["span_id"]) for line in traced), traced
         if name != "gateway":  # its lines are one a request, about the path
             assert any(line.get("booking_id") == booking_id for line in traced), traced
+    # The card gateway's jobs are the payment's: their lines name it.
+    payment_id = confirmed["payment"]["payment_id"]
+    assert any(line.get("payment_id") == payment_id for line in in_trace("payment"))
