@@ -5,6 +5,7 @@ installs it)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -17,6 +18,34 @@ REPO = Path(__file__).resolve().parents[2]
 RULES = REPO / "deploy/prometheus/rules/liftfit.yml"
 UNIT_TESTS = sorted((REPO / "deploy/prometheus/tests").glob("*.yml"))
 K8S_RULE = REPO / "deploy/k8s/prometheus-rules.yaml"
+
+
+# What the processes expose at /metrics; a rule on any other name would never fire.
+METRICS = frozenset(
+    {
+        "up",
+        "liftfit_grpc_server_requests_total",
+        "liftfit_grpc_server_request_duration_seconds",
+        "liftfit_outbox_pending_rows",
+        "liftfit_outbox_oldest_pending_age_seconds",
+        "liftfit_outbox_failed_rows",
+        "liftfit_relay_published_total",
+        "liftfit_relay_publish_failures_total",
+        "liftfit_inbox_applied_total",
+        "liftfit_inbox_duplicates_total",
+        "liftfit_inbox_parked_total",
+        "liftfit_consumer_lag_messages",
+        "liftfit_timers_due",
+        "liftfit_timers_overdue",
+        "liftfit_incidents_open",
+        "liftfit_drift_findings",
+        "liftfit_provider_calls_total",
+        "liftfit_provider_call_duration_seconds",
+        "liftfit_mails",
+        "liftfit_http_requests_total",
+        "liftfit_http_request_duration_seconds",
+    }
+)
 
 
 def _promtool(*args: str) -> subprocess.CompletedProcess[str]:
@@ -41,6 +70,12 @@ def test_the_rules_pass_their_promtool_unit_tests() -> None:
     assert UNIT_TESTS, "no unit tests in deploy/prometheus/tests"
     tested = _promtool("test", "rules", *map(str, UNIT_TESTS))
     assert tested.returncode == 0, tested.stdout + tested.stderr
+
+
+def test_the_rules_read_only_metrics_the_processes_expose() -> None:
+    for rule in _rules():
+        named = set(re.findall(r"\b(up|liftfit_[a-z_]+?)(?:_bucket|_sum|_count)?\b", rule["expr"]))
+        assert named and named <= METRICS, f"{rule['alert']}: {named - METRICS}"
 
 
 def test_every_alert_says_what_to_do_how_severe_and_how_long_it_waits() -> None:
