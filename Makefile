@@ -31,7 +31,8 @@ lock:
 infra-up:
 	bash deploy/local/infra.sh up
 
-# Prometheus (Debian's package), which `make up` and the platform the tests start run.
+# Prometheus and promtool (Debian's prometheus package): `make up` runs Prometheus, and
+# tests/observability/test_alert_rules.py checks the alerting rules and runs their unit tests.
 prometheus:
 	@command -v prometheus >/dev/null || apt-get install -y -q --no-install-recommends prometheus
 

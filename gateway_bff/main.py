@@ -69,7 +69,10 @@ async def _serve(configured: Configured) -> None:
     # Built inside the running loop: gRPC's channels belong to the loop that made them.
     app = bootstrap(configured.settings, configured.identity)
     host, _, port = configured.settings.address.rpartition(":")
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=int(port), log_level="warning"))
+    # No logging configuration of uvicorn's own: its lines (one per request from
+    # uvicorn.access, inside the request's span) go through the process's JSON handler.
+    config = uvicorn.Config(app, host=host, port=int(port), log_level="info", log_config=None)
+    server = uvicorn.Server(config)
     await server.serve()
 
 

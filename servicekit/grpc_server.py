@@ -23,7 +23,7 @@ from grpc_reflection.v1alpha import reflection
 from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from servicekit import tracing
+from servicekit import logs, tracing
 from servicekit.errors import (
     CONFLICT,
     INTERNAL,
@@ -87,13 +87,16 @@ class GuardedServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type
             # A refusal is an answer, not a failure: the span notes its status code, and
             # only an unexpected error is recorded with its traceback (formatting one for
             # each of 199 refused racers cost more than refusing them).
-            with _TRACER.start_as_current_span(
-                method,
-                context=tracing.context_from(carrier),
-                kind=SpanKind.SERVER,
-                record_exception=False,
-                set_status_on_exception=False,
-            ) as span:
+            with (
+                _TRACER.start_as_current_span(
+                    method,
+                    context=tracing.context_from(carrier),
+                    kind=SpanKind.SERVER,
+                    record_exception=False,
+                    set_status_on_exception=False,
+                ) as span,
+                logs.about(**logs.ids_in(request)),
+            ):
                 try:
                     return await inner(request, context)
                 except grpc.aio.AbortError:

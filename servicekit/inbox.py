@@ -28,7 +28,7 @@ from sqlalchemy import Table, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from servicekit import driver_sql, tracing
+from servicekit import driver_sql, logs, tracing
 from servicekit.faults import Fault, classify
 from servicekit.kafka import ProducerLink
 from servicekit.metrics.counters import INBOX_APPLIED, INBOX_DUPLICATES, INBOX_PARKED
@@ -101,19 +101,27 @@ class Inbox:
                 return await self._park(delivery, incoming, _reason_of(error, fault))
 
     async def _apply(self, delivery: Delivery, incoming: Incoming) -> str:
-        with self._tracer.start_as_current_span(
-            f"consume {delivery.topic}",
-            context=tracing.context_from(incoming.trace_context),
-            kind=SpanKind.CONSUMER,
-            attributes={"messaging.message.id": incoming.event_id, "consumer": self.name},
+        with (
+            self._tracer.start_as_current_span(
+                f"consume {delivery.topic}",
+                context=tracing.context_from(incoming.trace_context),
+                kind=SpanKind.CONSUMER,
+                attributes={"messaging.message.id": incoming.event_id, "consumer": self.name},
+            ),
+            logs.about(**_ids_of(incoming)),
         ):
-            try:
-                return await self._apply_once(delivery, incoming)
-            except IntegrityError as error:
-                duplicate_key = driver_sql.constraint_of(error) == "inbox_pkey"
-                if duplicate_key and await self._marker_exists(incoming.event_id):
-                    return "duplicate"  # a concurrent delivery of the same event won
-                raise
+            outcome = await self._apply_or_find_duplicate(delivery, incoming)
+            log.info("%s: %s %s %s", self.name, outcome, incoming.event_type, incoming.event_id)
+            return outcome
+
+    async def _apply_or_find_duplicate(self, delivery: Delivery, incoming: Incoming) -> str:
+        try:
+            return await self._apply_once(delivery, incoming)
+        except IntegrityError as error:
+            duplicate_key = driver_sql.constraint_of(error) == "inbox_pkey"
+            if duplicate_key and await self._marker_exists(incoming.event_id):
+                return "duplicate"  # a concurrent delivery of the same event won
+            raise
 
     async def _apply_once(self, delivery: Delivery, incoming: Incoming) -> str:
         async with self._sessions() as session, session.begin():
@@ -230,6 +238,15 @@ class Inbox:
                 delivery.offset,
                 error,
             )
+
+
+def _ids_of(incoming: Incoming) -> dict[str, str]:
+    """The booking, payment and grant ids of an event, for its log lines. A payload that
+    does not parse binds none: applying it parks it, saying why."""
+    try:
+        return logs.ids_in(incoming.payload())
+    except Exception:
+        return {}
 
 
 def _marker_values(

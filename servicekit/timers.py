@@ -36,7 +36,7 @@ from opentelemetry.trace import SpanKind
 from sqlalchemy import Table, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from servicekit import driver_sql, tracing
+from servicekit import driver_sql, logs, tracing
 from servicekit.faults import Fault, classify
 from servicekit.incidents import Incidents
 from servicekit.outage import OutageLog
@@ -132,6 +132,7 @@ class TimerRunner:
         incidents: Incidents | None = None,
         concurrency: int = 16,
         lease_s: float = 30.0,
+        subjects: Mapping[str, str] | None = None,
     ) -> None:
         self._sessions = sessions
         self._table = table
@@ -144,6 +145,7 @@ class TimerRunner:
         self._slots = asyncio.Semaphore(concurrency)
         self._concurrency = concurrency
         self._lease_s = lease_s
+        self._subjects = subjects or {}
         self._tracer = tracing.tracer("servicekit.timers")
         self._database = OutageLog(log, f"timers of {table.name}: the database")
         self._claim_sql = _claim_sql(table.name)
@@ -195,16 +197,28 @@ class TimerRunner:
 
     async def _fire(self, timer: DueTimer) -> None:
         async with self._slots:
-            with self._tracer.start_as_current_span(
-                f"timer {timer.kind}",
-                context=tracing.context_from(timer.headers),
-                kind=SpanKind.INTERNAL,
-                attributes={"timer.id": str(timer.timer_id), "timer.kind": timer.kind},
+            with (
+                self._tracer.start_as_current_span(
+                    f"timer {timer.kind}",
+                    context=tracing.context_from(timer.headers),
+                    kind=SpanKind.INTERNAL,
+                    attributes={"timer.id": str(timer.timer_id), "timer.kind": timer.kind},
+                ),
+                logs.about(**self._ids_of(timer)),
             ):
                 try:
                     await self._handle(timer)
                 except Exception as error:
                     await self._postpone(timer, error)
+
+    def _ids_of(self, timer: DueTimer) -> dict[str, str]:
+        """The booking, payment and grant ids of a job, for its log lines: those in its
+        expectations, and its aggregate's when the service names what that is."""
+        ids = logs.ids_in(timer.expected)
+        subject = self._subjects.get(timer.kind)
+        if subject is not None:
+            ids[subject] = timer.aggregate_id
+        return ids
 
     async def _handle(self, timer: DueTimer) -> None:
         outbound = self._outbound.get(timer.kind)

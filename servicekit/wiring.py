@@ -62,6 +62,8 @@ class TimerWork:
     policy: RetryPolicy | None = None  # None: the runner's own
     batch_size: int = 50
     lease_s: float = 30.0  # long enough for the slowest job's provider calls
+    # The id a kind's aggregate is ("payment_id"), bound to the job's log lines.
+    subjects: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -118,6 +120,7 @@ def eventing(
         outbound=work.outbound,
         incidents=Incidents(tables.incidents),
         lease_s=work.lease_s,
+        subjects=work.subjects,
     )
     relay = OutboxRelay(sessions, tables.outbox, producer)
     lag = ConsumerLag(

@@ -212,6 +212,8 @@ PROMISES = (
             "_key",
             A + "test_pins.py::test_the_pin_is_gone_after_revocation_and_never_in_a_log_line_or_an"
             "_event",
+            "tests/observability/test_logs.py::test_a_journeys_log_lines_are_json_carry_its_trace"
+            "_and_hold_no_pin_secret_or_address",
         ),
     ),
     Promise(

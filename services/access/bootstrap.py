@@ -24,7 +24,7 @@ from services.access.entrypoints.consumer import event_handlers
 from services.access.entrypoints.grpc_api import AccessServicer, registration
 from services.access.entrypoints.timers import timer_handlers
 from services.access.service_layer.dependencies import AccessDeps
-from services.access.service_layer.jobs import JobPolicy
+from services.access.service_layer.jobs import END_OF_WINDOW, JobPolicy
 from services.access.service_layer.timer_handlers import outbound_jobs, recurring_jobs
 from services.access.service_layer.unit_of_work import Devices, Policy, unit_of_work_factory
 from services.access.settings import Settings
@@ -72,6 +72,8 @@ def bootstrap(settings: Settings, provider: LockProvider | None = None) -> Acces
         policy=deps.policy.retries,
         # An activation makes up to three calls, each bounded at twice the time-out.
         lease_s=max(30.0, 8 * settings.lock_provider_timeout_s),
+        # Activations and removals carry their grant in what they expect.
+        subjects={END_OF_WINDOW: "grant_id"},
     )
     parts = eventing(SERVICE, settings.kafka_bootstrap, sessions, orm.eventing, reads, timers)
     operators = operator_api(

@@ -20,6 +20,7 @@ from services.booking.entrypoints.consumer import event_handlers
 from services.booking.entrypoints.grpc_api import BookingServicer, registration
 from services.booking.entrypoints.timers import timer_handlers
 from services.booking.service_layer.unit_of_work import (
+    RELEASE_UNPAID_HOLD,
     Policy,
     UnitOfWorkFactory,
     unit_of_work_factory,
@@ -65,7 +66,7 @@ def bootstrap(settings: Settings) -> BookingApp:
         sessions,
         orm.eventing,
         reads,
-        TimerWork(handlers=timer_handlers(uows)),
+        TimerWork(handlers=timer_handlers(uows), subjects={RELEASE_UNPAID_HOLD: "booking_id"}),
     )
     operators = operator_api(
         SERVICE,

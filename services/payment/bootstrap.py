@@ -69,8 +69,9 @@ def bootstrap(settings: Settings, gateway: CardGateway | None = None) -> Payment
         topics=[settings.booking_events_topic],
         handlers=booking_event_handlers(deps),
     )
+    outbound = outbound_jobs(deps)
     timers = TimerWork(
-        outbound=outbound_jobs(deps),
+        outbound=outbound,
         recurring=recurring_jobs(deps),
         # A job that raises instead of answering is bounded like one the gateway never answers.
         policy=RetryPolicy(
@@ -79,6 +80,7 @@ def bootstrap(settings: Settings, gateway: CardGateway | None = None) -> Payment
         batch_size=10,
         # A job holds its lease through its gateway call, bounded at twice the time-out.
         lease_s=max(30.0, 4 * settings.gateway_timeout_s),
+        subjects=dict.fromkeys(outbound, "payment_id"),  # every gateway job is a payment's
     )
     parts = eventing(SERVICE, settings.kafka_bootstrap, sessions, tables.eventing, reads, timers)
     workers = [*parts.workers(), Worker("hint retrier", partial(reapply_hints, deps))]
