@@ -24,8 +24,10 @@ done <deploy/local/platform.env
 py="$root/.venv/bin/python"
 READY_TIMEOUT_S=60
 
-# name, module, readiness probe
+# name, Python module or program (a path under the repository, with its arguments),
+# readiness probe. Jaeger comes first, so every service's first spans have somewhere to go.
 processes=(
+  "jaeger|.local/bin/jaeger --config file:$root/deploy/local/jaeger.yaml|http://127.0.0.1:${JAEGER_HEALTH_PORT}/status"
   "card-gateway|sandboxes.card_gateway|http://127.0.0.1:${CARD_GATEWAY_PORT}/_sandbox/faults"
   "lock-provider|sandboxes.lock_provider|http://127.0.0.1:${LOCK_PROVIDER_PORT}/_sandbox/faults"
   "mail-sandbox|sandboxes.mail|http://127.0.0.1:${MAIL_SANDBOX_HTTP_PORT}/_sandbox/faults"
@@ -48,12 +50,19 @@ pid_alive() {
 
 recorded_pid() { if [[ -f "$run_dir/$1.pid" ]]; then tr -dc "0-9" <"$run_dir/$1.pid"; fi; }
 
+# A program is a path (it has a slash) run as it is; anything else a Python module.
+is_program() { [[ "$1" == */* ]]; }
+
 # Alive and still our program: a pid number may have been given to another process since.
 running() {
   local pid="$1" module="$2" cmdline
   pid_alive "$pid" || return 1
   cmdline="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null || true)"
-  [[ "$cmdline" == *" -m $module "* ]]
+  if is_program "$module"; then
+    [[ "$cmdline" == "$root/$module "* ]]
+  else
+    [[ "$cmdline" == *" -m $module "* ]]
+  fi
 }
 
 why_not_running() {
@@ -153,7 +162,17 @@ start() {
   fi
   [[ -f "$run_dir/$name.pid" ]] && echo "$name: not running ($(why_not_running "$pid")): starting it again"
   t0="$(date +%s%3N)"
-  nohup "$py" -m "$module" </dev/null >>"$log_dir/$name.log" 2>&1 &
+  if is_program "$module"; then
+    local program="${module%% *}"
+    if [[ ! -x "$root/$program" ]]; then
+      echo "$name: $program is missing; make up builds it (make $program)" >&2
+      exit 1
+    fi
+    # shellcheck disable=SC2086 # the arguments are split as written in the table
+    nohup "$root/$program" ${module#* } </dev/null >>"$log_dir/$name.log" 2>&1 &
+  else
+    nohup "$py" -m "$module" </dev/null >>"$log_dir/$name.log" 2>&1 &
+  fi
   pid=$!
   echo "$pid" >"$run_dir/$name.pid"
   started+=("$name")
@@ -203,6 +222,7 @@ LIFT & FIT Private Space runs locally:
   access service (gRPC)       ${ACCESS_GRPC_ADDRESS}
   notify service (gRPC)       ${NOTIFY_GRPC_ADDRESS}
   payment notifications       http://${GATEWAY_ADDRESS}/v1/payments/notifications
+  Jaeger (traces)             http://127.0.0.1:${JAEGER_QUERY_PORT}/api/traces/<trace id on a booking's timeline>  (query API; OTLP in at ${OTEL_EXPORTER_OTLP_ENDPOINT})
   sandbox card gateway        http://127.0.0.1:${CARD_GATEWAY_PORT}  (hosted payment pages, /_sandbox fault controls)
   sandbox lock provider       http://127.0.0.1:${LOCK_PROVIDER_PORT}  (access codes, the door at /_sandbox/door, fault controls)
   mail sandbox (read mails)   http://127.0.0.1:${MAIL_SANDBOX_HTTP_PORT}/messages  (SMTP on ${MAIL_SMTP_HOST}:${MAIL_SMTP_PORT}, /_sandbox fault controls)
