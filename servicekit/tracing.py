@@ -35,6 +35,7 @@ from opentelemetry.instrumentation.grpc._aio_server import (
 )
 from opentelemetry.instrumentation.grpc.filters import health_check, negate, service_prefix
 from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
+from opentelemetry.instrumentation.utils import suppress_instrumentation
 from opentelemetry.propagators.composite import CompositePropagator
 from opentelemetry.propagators.textmap import (
     CarrierT,
@@ -64,6 +65,8 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 from opentelemetry.util.types import Attributes
 
 _configured: TracerProvider | None = None
+# Database spans' tracer, once they are on (OTEL_DB_SPANS=on).
+_database: trace.Tracer | None = None
 # Health checks and reflection are asked every second by probes; no trace wants them.
 _NOT_TRACED_RPCS = negate(service_prefix("grpc."))
 
@@ -174,9 +177,27 @@ def _instrument_libraries(resource: Resource, processor: SpanProcessor | None) -
     if database_spans_enabled():
         from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
 
+        global _database
         # A statement outside any trace (a claim, a poll) is housekeeping: never a root.
         inside_traces = _provider(resource, processor, ParentBased(root=ALWAYS_OFF), main=False)
         PsycopgInstrumentor().instrument(tracer_provider=inside_traces)
+        _database = inside_traces.get_tracer("servicekit.driver_sql")
+
+
+@contextlib.contextmanager
+def database_batch(templates: Sequence[str]) -> Iterator[None]:
+    """Statements sent as one message with their values bound on the client
+    (servicekit.driver_sql) as one database span showing them as written: psycopg's own
+    span would show the text sent, customers' values included."""
+    if _database is None:
+        yield
+        return
+    attributes = {"db.system": "postgresql", "db.statement": ";\n".join(templates)}
+    with (
+        _database.start_as_current_span("pipeline", kind=SpanKind.CLIENT, attributes=attributes),
+        suppress_instrumentation(),
+    ):
+        yield
 
 
 def database_spans_enabled() -> bool:
