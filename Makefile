@@ -3,6 +3,10 @@ SHELL := /bin/bash
 PY := .venv/bin/python
 VENV_STAMP := .venv/.installed
 
+# Jaeger v2, built once from the Go module proxy (deploy/local/jaeger pins the version in its
+# go.mod and go.sum) into .local/bin; built again only when those change.
+JAEGER := .local/bin/jaeger
+
 .PHONY: install protos lint contracts release-contracts test test-only up down status infra-up prometheus bench bench-relay bench-booking bench-gateway lock
 
 install: $(VENV_STAMP) build/gen/liftfit
@@ -52,13 +56,13 @@ contracts: install infra-up
 release-contracts: install
 	cd protos && ../.venv/bin/buf build -o released.binpb
 
-test: install infra-up prometheus lint contracts
+test: install infra-up prometheus lint contracts $(JAEGER)
 	.venv/bin/pytest -q --ignore=tests/contract
 
 test-only:
 	.venv/bin/pytest -q
 
-up: install infra-up prometheus
+up: install infra-up prometheus $(JAEGER)
 	bash scripts/platform.sh up
 
 down:
@@ -72,6 +76,10 @@ bench: bench-relay bench-booking bench-gateway
 bench-relay: install infra-up
 	$(PY) -m benchmarks.relay
 
+$(JAEGER): deploy/local/jaeger/go.mod deploy/local/jaeger/go.sum
+	mkdir -p .local/bin
+	cd deploy/local/jaeger && go build -o $(CURDIR)/$(JAEGER) github.com/jaegertracing/jaeger/cmd/jaeger
+
 # ghz, the gRPC load generator, built once from the Go module proxy into .local/bin.
 GHZ := .local/bin/ghz
 $(GHZ):
@@ -83,6 +91,6 @@ bench-booking: install infra-up $(GHZ)
 
 # The gateway against the booking service straight: wrk (Debian's package) drives the HTTP
 # side, ghz the gRPC side.
-bench-gateway: install infra-up $(GHZ)
+bench-gateway: install infra-up $(GHZ) $(JAEGER)
 	@command -v wrk >/dev/null || apt-get install -y wrk
 	$(PY) -m benchmarks.gateway

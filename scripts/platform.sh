@@ -25,8 +25,10 @@ py="$root/.venv/bin/python"
 READY_TIMEOUT_S=60
 prometheus_bin="$(command -v prometheus || echo /usr/bin/prometheus)"
 
-# name, module (or a program's absolute path, see launch), readiness probe
+# name, module (or a program's absolute path, see launch), readiness probe. Jaeger comes
+# first, so every service's first spans have somewhere to go.
 processes=(
+  "jaeger|$root/.local/bin/jaeger|http://127.0.0.1:${JAEGER_HEALTH_PORT}/status"
   "card-gateway|sandboxes.card_gateway|http://127.0.0.1:${CARD_GATEWAY_PORT}/_sandbox/faults"
   "lock-provider|sandboxes.lock_provider|http://127.0.0.1:${LOCK_PROVIDER_PORT}/_sandbox/faults"
   "mail-sandbox|sandboxes.mail|http://127.0.0.1:${MAIL_SANDBOX_HTTP_PORT}/_sandbox/faults"
@@ -170,6 +172,7 @@ EOF_PROMETHEUS
 
 program_args() {
   case "$1" in
+    jaeger) printf '%s\n' --config "file:$root/deploy/local/jaeger.yaml" ;;
     prometheus)
       printf '%s\n' "--config.file=$prometheus_dir/prometheus.yml" \
         "--storage.tsdb.path=$prometheus_dir/data" "--storage.tsdb.retention.time=1d" \
@@ -183,6 +186,10 @@ program_args() {
 launch() {
   local name="$1" module="$2" args
   if [[ "$module" == /* ]]; then
+    if [[ ! -x "$module" ]]; then
+      echo "$name: $module is missing; make up installs or builds it" >&2
+      exit 1
+    fi
     mapfile -t args < <(program_args "$name")
     nohup "$module" "${args[@]}" </dev/null >>"$log_dir/$name.log" 2>&1 &
   else
@@ -255,6 +262,7 @@ LIFT & FIT Private Space runs locally:
   access service (gRPC)       ${ACCESS_GRPC_ADDRESS}
   notify service (gRPC)       ${NOTIFY_GRPC_ADDRESS}
   payment notifications       http://${GATEWAY_ADDRESS}/v1/payments/notifications
+  Jaeger (traces)             http://127.0.0.1:${JAEGER_QUERY_PORT}/api/traces/<trace id on a booking's timeline>  (query API; OTLP in at ${OTEL_EXPORTER_OTLP_ENDPOINT})
   sandbox card gateway        http://127.0.0.1:${CARD_GATEWAY_PORT}  (hosted payment pages, /_sandbox fault controls)
   sandbox lock provider       http://127.0.0.1:${LOCK_PROVIDER_PORT}  (access codes, the door at /_sandbox/door, fault controls)
   mail sandbox (read mails)   http://127.0.0.1:${MAIL_SANDBOX_HTTP_PORT}/messages  (SMTP on ${MAIL_SMTP_HOST}:${MAIL_SMTP_PORT}, /_sandbox fault controls)

@@ -29,6 +29,8 @@ from sqlalchemy.engine.interfaces import PoolProxiedConnection
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from servicekit import tracing
+
 Params = Mapping[str, Any]
 
 __all__ = [
@@ -176,17 +178,20 @@ class _Batch:
             binder = held.kept[_BINDER] = psycopg.AsyncClientCursor(held.driver)
         self._binder: psycopg.AsyncClientCursor[Any] = binder
         self.statements: list[str] = []
+        self.templates: list[str] = []  # the statements as written, without the values
         self.queued: list[Queued | None] = []
 
     def add(self, sql: str, params: Params | None, queued: Queued | None = None) -> None:
         self.statements.append(self._binder.mogrify(sql, params))
+        self.templates.append(sql)
         self.queued.append(queued)
 
     async def send(self, driver: psycopg.AsyncConnection[Any]) -> None:
         if not self.statements:
             return
         async with driver.cursor(row_factory=namedtuple_row) as cursor:
-            await cursor.execute(";\n".join(self.statements), prepare=False)
+            with tracing.database_batch(self.templates):
+                await cursor.execute(";\n".join(self.statements), prepare=False)
             for queued in self.queued:
                 if queued is not None:
                     queued.arrived(await cursor.fetchall() if cursor.description else [])

@@ -20,8 +20,8 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
-from opentelemetry import propagate, trace
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry import trace
+from opentelemetry.trace import Status, StatusCode
 
 from servicekit import logs, tracing
 from servicekit.errors import (
@@ -41,14 +41,11 @@ __all__ = ["abort_with_reason", "channel", "reason_of", "start_server"]
 log = logging.getLogger(__name__)
 Registration = Callable[[grpc.aio.Server], None]
 MAX_DETAIL = 300
-# Looked up once: the provider builds a new tracer at every lookup. Until tracing is
-# configured this is a proxy that turns into the configured tracer.
-_TRACER = tracing.tracer("servicekit.grpc")
 
 
 class GuardedServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
-    """Continues the caller's trace; answers a domain refusal with its rich status (see
-    servicekit.errors) and any other exception with a clean one.
+    """Answers a domain refusal with its rich status (see servicekit.errors) and any other
+    exception with a clean one, noting either on the call's server span.
 
     A refusal carries the error domain of the gRPC service that gave it: the server's own
     (`liftfit.booking`), or one named in `domains` for a service served beside it (the
@@ -83,29 +80,20 @@ class GuardedServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type
         domain = self._domains.get(method.split("/")[1] if "/" in method else "", self._domain)
 
         async def guarded(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-            carrier = tracing.carrier_from_pairs(context.invocation_metadata() or ())
-            # A refusal is an answer, not a failure: the span notes its status code, and
-            # only an unexpected error is recorded with its traceback (formatting one for
-            # each of 199 refused racers cost more than refusing them).
-            with (
-                _TRACER.start_as_current_span(
-                    method,
-                    context=tracing.context_from(carrier),
-                    kind=SpanKind.SERVER,
-                    record_exception=False,
-                    set_status_on_exception=False,
-                ) as span,
-                logs.about(**logs.ids_in(request)),
-            ):
+            # Every line logged while answering names the booking, payment or grant the
+            # request is about.
+            with logs.about(**logs.ids_in(request)):
+                # The server span is OpenTelemetry's (the interceptor before this one), and
+                # its context notes the status code of every abort. An unexpected error is
+                # recorded on it too, with the exception.
                 try:
                     return await inner(request, context)
                 except grpc.aio.AbortError:
                     raise  # a deliberate answer, already given
                 except Refusal as refusal:
-                    status = status_for(refusal, domain)
-                    span.set_attribute("rpc.grpc.status_code", status.code.value[0])
-                    await abort_with(context, status)
+                    await abort_with(context, status_for(refusal, domain))
                 except Exception as error:
+                    span = trace.get_current_span()
                     span.record_exception(error)
                     span.set_status(Status(StatusCode.ERROR, type(error).__name__))
                     await _answer_unexpected(context, method, error, domain)
@@ -144,23 +132,6 @@ async def _answer_unexpected(
     await abort_with_reason(context, grpc.StatusCode.INTERNAL, INTERNAL, detail, domain)
 
 
-class TracingClientInterceptor(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[type-arg]
-    """Puts the current trace context into the metadata of every outgoing unary call."""
-
-    async def intercept_unary_unary(
-        self, continuation: Any, client_call_details: Any, request: Any
-    ) -> Any:
-        method = client_call_details.method
-        name = method.decode() if isinstance(method, bytes) else str(method)
-        with _TRACER.start_as_current_span(name, kind=SpanKind.CLIENT):
-            carrier: dict[str, str] = {}
-            propagate.inject(carrier, context=trace.set_span_in_context(trace.get_current_span()))
-            metadata = list(client_call_details.metadata or []) + list(carrier.items())
-            call = await continuation(client_call_details._replace(metadata=metadata), request)
-            await call
-            return call
-
-
 class Health:
     """The server's health as the supervisor reports it: all services together."""
 
@@ -190,9 +161,10 @@ async def start_server(
     Refusals are answered with their rich status in `error_domain` (servicekit.errors), or
     in the domain `error_domains` names for their gRPC service.
     """
-    interceptor = GuardedServerInterceptor(error_domain, error_domains)
-    # The metrics outermost: they count the status the guard answered with.
-    server = grpc.aio.server(interceptors=[RequestMetrics(), interceptor])
+    guard = GuardedServerInterceptor(error_domain, error_domains)
+    # The metrics outermost, so they count the status the guard answered with; then
+    # OpenTelemetry's, so the guard runs inside the server span.
+    server = grpc.aio.server(interceptors=[RequestMetrics(), tracing.server_interceptor(), guard])
     for register in registrations:
         register(server)
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
@@ -216,8 +188,9 @@ PROMPT_RECONNECT: Sequence[tuple[str, int]] = (
 
 
 def channel(target: str, options: Sequence[tuple[str, int]] = ()) -> grpc.aio.Channel:
-    interceptors: list[Any] = [TracingClientInterceptor()]
-    return grpc.aio.insecure_channel(target, options=list(options), interceptors=interceptors)
+    return grpc.aio.insecure_channel(
+        target, options=list(options), interceptors=tracing.client_interceptors()
+    )
 
 
 async def abort_with_reason(

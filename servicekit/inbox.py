@@ -38,6 +38,7 @@ from servicekit.retry import RetryPolicy
 from servicekit.schema import FAILED, PROCESSED
 
 log = logging.getLogger(__name__)
+_TRACE_HEADERS = ("traceparent", "tracestate", "baggage")
 
 EventHandler = Callable[[AsyncSession, EventEnvelope, Message], Awaitable[None]]
 
@@ -106,7 +107,11 @@ class Inbox:
                 f"consume {delivery.topic}",
                 context=tracing.context_from(incoming.trace_context),
                 kind=SpanKind.CONSUMER,
-                attributes={"messaging.message.id": incoming.event_id, "consumer": self.name},
+                attributes={
+                    "messaging.message.id": incoming.event_id,
+                    "messaging.operation.type": "process",
+                    "consumer": self.name,
+                },
             ),
             logs.about(**_ids_of(incoming)),
         ):
@@ -218,7 +223,7 @@ class Inbox:
         task.add_done_callback(self._copies.discard)
 
     async def _send_copy(self, link: ProducerLink, delivery: Delivery, reason: str) -> None:
-        headers = [*delivery.raw_headers(), ("parked-reason", reason.encode())]
+        headers = [*_copied_headers(delivery), ("parked-reason", reason.encode())]
         try:
             producer = link.current
             if producer is None:
@@ -247,6 +252,16 @@ def _ids_of(incoming: Incoming) -> dict[str, str]:
         return logs.ids_in(incoming.payload())
     except Exception:
         return {}
+
+
+def _copied_headers(delivery: Delivery) -> list[tuple[str, bytes]]:
+    """The record's headers for its dead-letter copy. When aiokafka's instrumentation puts
+    the trace context into every record sent (the copy's, continuing this trace), the
+    original's is left out: one record, one traceparent."""
+    headers = delivery.raw_headers()
+    if not tracing.kafka_injects_context():
+        return headers
+    return [(name, value) for name, value in headers if name.lower() not in _TRACE_HEADERS]
 
 
 def _marker_values(

@@ -23,8 +23,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaProducer
 from aiokafka import errors as kafka_errors
-from opentelemetry import propagate, trace
-from opentelemetry.trace import SpanKind
+from opentelemetry import context as otel_context
 from sqlalchemy import Row, Table, update
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -88,7 +87,6 @@ class OutboxRelay:
         self._partial_wait_s = partial_wait_s
         # Fault injection for tests: runs between the broker's ack and the row's update.
         self._after_broker_ack = after_broker_ack
-        self._tracer = tracing.tracer("servicekit.relay")
         self._claim_sql, self._mark_sql = _claim_sql(outbox.name), _mark_sql(outbox.name)
 
     async def run(self, stopping: asyncio.Event) -> None:
@@ -153,24 +151,14 @@ class OutboxRelay:
         producer = self._producer
         counts = _PartitionCounts(producer)
         deliveries: list[Any] = []
-        spans = []
+        injected = tracing.kafka_injects_context()
         for row in rows:
-            carrier = _carrier(row)
-            span = self._tracer.start_span(
-                f"outbox publish {row.topic}",
-                context=tracing.context_from(carrier) if carrier else None,
-                kind=SpanKind.PRODUCER,
-                attributes={"messaging.message.id": row.effect_id},
-            )
-            spans.append(span)
             try:
                 partition = counts.partition_for(row.topic, row.key.encode())
-                deliveries.append(await _send(producer, row, carrier, span, partition))
+                deliveries.append(await _send(producer, row, partition, injected))
             except Exception as error:  # refused before it was queued (too large, say)
                 deliveries.append(_failed(error))
         results = [await _outcome_of(delivery) for delivery in deliveries]
-        for span in spans:
-            span.end()
         return await self._classify(rows, results)
 
     @property
@@ -295,24 +283,26 @@ def _carrier(row: Row[Any]) -> dict[str, str]:
 
 
 async def _send(
-    producer: AIOKafkaProducer,
-    row: Row[Any],
-    carrier: dict[str, str],
-    span: trace.Span,
-    partition: int | None,
+    producer: AIOKafkaProducer, row: Row[Any], partition: int | None, injected: bool
 ) -> Any:
-    # The row's own context is the fallback, so the trace survives a no-op tracer.
-    if span.get_span_context().is_valid:
-        propagate.inject(carrier, context=trace.set_span_in_context(span))
+    """Queues the row's record as part of the trace its row was written in: aiokafka's
+    instrumentation opens the produce span as a child of that context and puts the span's
+    own context into the headers; without it, the row's context travels as it is."""
+    carrier = _carrier(row)
     headers = [
         ("event-id", row.effect_id.encode()),
         ("event-type", row.event_type.encode()),
         ("dispatch-generation", str(row.dispatch_generation).encode()),
     ]
-    headers += [(name, value.encode()) for name, value in carrier.items()]
-    return await producer.send(
-        row.topic, value=row.payload, key=row.key.encode(), partition=partition, headers=headers
-    )
+    if not injected:
+        headers += [(name, value.encode()) for name, value in carrier.items()]
+    token = otel_context.attach(tracing.context_from(carrier))
+    try:
+        return await producer.send(
+            row.topic, value=row.payload, key=row.key.encode(), partition=partition, headers=headers
+        )
+    finally:
+        otel_context.detach(token)
 
 
 async def _outcome_of(delivery: asyncio.Future[Any]) -> Any:

@@ -1,47 +1,209 @@
 """OpenTelemetry set-up and W3C trace-context propagation.
 
+The spans come from OpenTelemetry's instrumentation packages, installed here once for
+every process: gRPC servers and channels (`server_interceptor`, `client_interceptors`,
+used by servicekit.grpc_server), aiokafka's producer and consumer, httpx (the provider
+clients) and, when `OTEL_DB_SPANS=on`, psycopg. The gateway adds FastAPI's.
+
 The exporter is chosen by the standard OTEL_TRACES_EXPORTER variable (otlp, console or
-none; none by default so a laptop run needs no collector). Tests pass their own
-in-memory exporter. The context travels in gRPC metadata, in Kafka headers and in the
-outbox row, so the relay continues the trace of the change that caused an effect.
+none; none by default so a laptop run needs no collector; `make up` exports OTLP to
+Jaeger). Tests pass their own in-memory exporter. The context travels in gRPC metadata,
+in Kafka headers and in the outbox row, so the relay continues the trace of the change
+that caused an effect.
+
+Work nobody asked for opens no trace: a database statement or a consumer's poll outside
+any trace (the relay's claims, the timers' polls) records nothing, and neither do health
+checks; every trace starts with a request, a timer or a record that carries one.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
+import grpc
 from opentelemetry import propagate, trace
+from opentelemetry.baggage.propagation import W3CBaggagePropagator
 from opentelemetry.context import Context
+from opentelemetry.instrumentation.aiokafka import AIOKafkaInstrumentor
+from opentelemetry.instrumentation.grpc import aio_client_interceptors
+from opentelemetry.instrumentation.grpc._aio_server import (
+    OpenTelemetryAioServerInterceptor,
+    _OpenTelemetryAioServicerContext,
+)
+from opentelemetry.instrumentation.grpc.filters import health_check, negate, service_prefix
+from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
+from opentelemetry.instrumentation.utils import suppress_instrumentation
+from opentelemetry.propagators.composite import CompositePropagator
+from opentelemetry.propagators.textmap import (
+    CarrierT,
+    Getter,
+    Setter,
+    TextMapPropagator,
+    default_getter,
+    default_setter,
+)
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import (
     BatchSpanProcessor,
     ConsoleSpanExporter,
     SimpleSpanProcessor,
     SpanExporter,
 )
+from opentelemetry.sdk.trace.sampling import (
+    ALWAYS_OFF,
+    Decision,
+    ParentBased,
+    Sampler,
+    SamplingResult,
+)
+from opentelemetry.trace import Link, SpanKind, TraceState
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+from opentelemetry.util.types import Attributes
 
 _configured: TracerProvider | None = None
-_TRACE_HEADERS = frozenset({"traceparent", "tracestate", "baggage"})
+# Database spans' tracer, once they are on (OTEL_DB_SPANS=on).
+_database: trace.Tracer | None = None
+# Health checks and reflection are asked every second by probes; no trace wants them.
+_NOT_TRACED_RPCS = negate(service_prefix("grpc."))
+
+
+class GuardedPropagator(TextMapPropagator):
+    """W3C trace context and baggage, read so that a carrier can never fail its reader.
+
+    Every carrier comes from outside (gRPC metadata, Kafka headers, HTTP headers), and the
+    instrumentation packages read it before any of this code sees it: aiokafka's decodes
+    a header's bytes as UTF-8, and an undecodable traceparent would fail the consumer's
+    poll, over and over. A carrier that cannot be read is no trace context.
+    """
+
+    def __init__(self) -> None:
+        self._inner = CompositePropagator([TraceContextTextMapPropagator(), W3CBaggagePropagator()])
+
+    def extract(
+        self,
+        carrier: CarrierT,
+        context: Context | None = None,
+        getter: Getter[CarrierT] = default_getter,
+    ) -> Context:
+        try:
+            return self._inner.extract(carrier, context, getter)
+        except Exception:
+            return context if context is not None else Context()
+
+    def inject(
+        self,
+        carrier: CarrierT,
+        context: Context | None = None,
+        setter: Setter[CarrierT] = default_setter,
+    ) -> None:
+        self._inner.inject(carrier, context, setter)
+
+    @property
+    def fields(self) -> set[str]:
+        return set(self._inner.fields)
+
+
+# Installed on import: whatever reads a carrier in this process goes through it, whether
+# tracing is configured or not.
+propagate.set_global_textmap(GuardedPropagator())
+
+
+class _NoPollRoots(Sampler):
+    """aiokafka's instrumentation opens a span for every poll that returns records, with
+    no parent: a trace of its own per poll, which tells an operator nothing. The records'
+    own spans continue their producers' traces and are kept."""
+
+    def should_sample(
+        self,
+        parent_context: Context | None,
+        trace_id: int,
+        name: str,
+        kind: SpanKind | None = None,
+        attributes: Attributes = None,
+        links: Sequence[Link] | None = None,
+        trace_state: TraceState | None = None,
+    ) -> SamplingResult:
+        if kind is SpanKind.CONSUMER and name.endswith(" receive"):
+            return SamplingResult(Decision.DROP)
+        return SamplingResult(Decision.RECORD_AND_SAMPLE, attributes)
+
+    def get_description(self) -> str:
+        return "NoPollRoots"
 
 
 def configure_tracing(service_name: str, exporter: SpanExporter | None = None) -> TracerProvider:
-    """Installs the process-wide tracer provider once; later calls return the same one."""
+    """Installs the process-wide tracer provider and the instrumentation once; later calls
+    return the same provider."""
     global _configured
     if _configured is not None:
         return _configured
-    provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
-    if exporter is not None:
-        provider.add_span_processor(SimpleSpanProcessor(exporter))
-    else:
-        chosen = _exporter_from_environment()
-        if chosen is not None:
-            provider.add_span_processor(BatchSpanProcessor(chosen))
+    resource = Resource.create({"service.name": service_name})
+    processor = _processor(exporter)
+    provider = _provider(resource, processor, sampler=None, main=True)
     trace.set_tracer_provider(provider)
+    _instrument_libraries(resource, processor)
     _configured = provider
     return provider
+
+
+def _processor(exporter: SpanExporter | None) -> SpanProcessor | None:
+    if exporter is not None:
+        return SimpleSpanProcessor(exporter)
+    chosen = _exporter_from_environment()
+    return BatchSpanProcessor(chosen) if chosen is not None else None
+
+
+def _provider(
+    resource: Resource, processor: SpanProcessor | None, sampler: Sampler | None, main: bool
+) -> TracerProvider:
+    # Providers beside the main one differ only in what they sample; they share its
+    # processor, which the main provider alone shuts down.
+    provider = TracerProvider(resource=resource, sampler=sampler, shutdown_on_exit=main)
+    if processor is not None:
+        provider.add_span_processor(processor)
+    return provider
+
+
+def _instrument_libraries(resource: Resource, processor: SpanProcessor | None) -> None:
+    polls_dropped = _provider(resource, processor, ParentBased(root=_NoPollRoots()), main=False)
+    AIOKafkaInstrumentor().instrument(
+        tracer_provider=polls_dropped, async_produce_hook=_note_event_id
+    )
+    HTTPXClientInstrumentor().instrument()
+    if database_spans_enabled():
+        from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
+
+        global _database
+        # A statement outside any trace (a claim, a poll) is housekeeping: never a root.
+        inside_traces = _provider(resource, processor, ParentBased(root=ALWAYS_OFF), main=False)
+        PsycopgInstrumentor().instrument(tracer_provider=inside_traces)
+        _database = inside_traces.get_tracer("servicekit.driver_sql")
+
+
+@contextlib.contextmanager
+def database_batch(templates: Sequence[str]) -> Iterator[None]:
+    """Statements sent as one message with their values bound on the client
+    (servicekit.driver_sql) as one database span showing them as written: psycopg's own
+    span would show the text sent, customers' values included."""
+    if _database is None:
+        yield
+        return
+    attributes = {"db.system": "postgresql", "db.statement": ";\n".join(templates)}
+    with (
+        _database.start_as_current_span("pipeline", kind=SpanKind.CLIENT, attributes=attributes),
+        suppress_instrumentation(),
+    ):
+        yield
+
+
+def database_spans_enabled() -> bool:
+    """Database spans cost the checkout CPU (see the README's figures): on only when
+    OTEL_DB_SPANS=on, and then only inside a trace."""
+    return os.environ.get("OTEL_DB_SPANS", "off").strip().lower() == "on"
 
 
 def _exporter_from_environment() -> SpanExporter | None:
@@ -53,6 +215,60 @@ def _exporter_from_environment() -> SpanExporter | None:
     if name == "console":
         return ConsoleSpanExporter()
     return None
+
+
+async def _note_event_id(span: trace.Span, args: Any, kwargs: dict[str, Any]) -> None:
+    """Names the event a produce span sent (the outbox relay's `event-id` header)."""
+    for name, value in kwargs.get("headers") or ():
+        if name == "event-id" and isinstance(value, bytes):
+            span.set_attribute("messaging.message.id", value.decode("ascii", "replace"))
+            return
+
+
+def kafka_injects_context() -> bool:
+    """Whether aiokafka's instrumentation puts the trace context into every record it
+    sends; if not, the sender puts it there itself."""
+    return bool(AIOKafkaInstrumentor().is_instrumented_by_opentelemetry)
+
+
+class _AnswersAreNotErrors(OpenTelemetryAioServerInterceptor):
+    """OpenTelemetry's server interceptor, except that an abort (a deliberate answer, such
+    as a refusal) is not recorded as an exception: its status code is on the span already
+    (the wrapped context's abort notes it), and formatting the traceback of each of 200
+    refused racers, twice, tripled the race's p99 (see the README)."""
+
+    def _intercept_aio_server_unary(self, behavior: Any, handler_call_details: Any) -> Any:
+        async def unary(request: Any, context: Any) -> Any:
+            aborted: grpc.aio.AbortError | None = None
+            with (
+                self._set_remote_context(context),
+                self._start_span(handler_call_details, context) as span,  # type: ignore[no-untyped-call]
+            ):
+                wrapped = _OpenTelemetryAioServicerContext(context, span)  # type: ignore[no-untyped-call]
+                try:
+                    return await behavior(request, wrapped)
+                except grpc.aio.AbortError as abort:
+                    aborted = abort  # raised below, once the span has ended without it
+            assert aborted is not None
+            raise aborted
+
+        return unary
+
+
+def server_interceptor() -> Any:
+    """The server span of every RPC but health checks and reflection, continuing the
+    caller's trace."""
+    tracer_ = trace.get_tracer("opentelemetry.instrumentation.grpc")
+    return _AnswersAreNotErrors(tracer_, filter_=_NOT_TRACED_RPCS)  # type: ignore[no-untyped-call]
+
+
+def client_interceptors() -> list[Any]:
+    """The client span of every RPC but health checks, with the trace context in the
+    call's metadata."""
+    interceptors: list[Any] = aio_client_interceptors(  # type: ignore[no-untyped-call]
+        filter_=negate(health_check())
+    )
+    return interceptors
 
 
 def tracer(name: str) -> trace.Tracer:
@@ -86,26 +302,6 @@ def continuing(carrier: Mapping[str, str], name: str) -> Iterator[None]:
     tracer_ = trace.get_tracer("servicekit.tracing")
     with tracer_.start_as_current_span(name, context=context_from(carrier), links=[link]):
         yield
-
-
-def carrier_from_pairs(pairs: Iterable[tuple[str, str | bytes]]) -> dict[str, str]:
-    """The trace headers among gRPC metadata pairs; anything unreadable is left out.
-
-    Metadata comes from callers: a trace header that is not text is no trace context,
-    and must never fail the call it arrived with.
-    """
-    carrier: dict[str, str] = {}
-    for key, value in pairs:
-        name = key.lower()
-        if name not in _TRACE_HEADERS:
-            continue
-        if isinstance(value, bytes):
-            try:
-                value = value.decode("ascii")
-            except UnicodeDecodeError:
-                continue
-        carrier[name] = value
-    return carrier
 
 
 def current_trace_id() -> str:

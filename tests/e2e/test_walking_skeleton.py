@@ -114,19 +114,35 @@ async def test_one_trace_follows_the_checkout_from_the_grpc_call_to_the_payment_
     span_exporter.clear()
     booking = await _card_checkout(platform)
     await _payment_of(platform, booking.booking_id)
-    await asyncio.sleep(0.5)
-    spans = span_exporter.get_finished_spans()
+    topic = f"{platform.prefix}booking.events"
+
+    def finished() -> list[Any]:
+        return list(span_exporter.get_finished_spans())
+
+    async def payment_consumed() -> list[Any] | None:
+        spans = finished()
+        done = any(
+            s.name == f"consume {topic}" and (s.attributes or {}).get("consumer") == "payment"
+            for s in spans
+        )
+        return spans if done else None
+
+    spans = await eventually(payment_consumed, 10)
     [client] = [s for s in spans if s.kind == SpanKind.CLIENT and s.name.endswith("/Checkout")]
     trace_id = client.context.trace_id
     in_trace = [s for s in spans if s.context.trace_id == trace_id]
-    topic = f"{platform.prefix}booking.events"
     kinds = {(s.kind, s.name) for s in in_trace}
     assert (SpanKind.SERVER, "/liftfit.booking.v1.BookingService/Checkout") in kinds
-    assert (SpanKind.PRODUCER, f"outbox publish {topic}") in kinds
+    produced = {
+        s.context.span_id
+        for s in in_trace
+        if (s.kind, s.name) == (SpanKind.PRODUCER, f"{topic} send")
+    }
     consumers = [
         s for s in in_trace if s.kind == SpanKind.CONSUMER and s.name == f"consume {topic}"
     ]
-    assert any((s.attributes or {}).get("consumer") == "payment" for s in consumers)
+    payment = [s for s in consumers if (s.attributes or {}).get("consumer") == "payment"]
+    assert payment and all(s.parent and s.parent.span_id in produced for s in payment)
     assert booking.trace_id in ("", format(trace_id, "032x"))
 
 

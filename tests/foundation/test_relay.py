@@ -10,6 +10,8 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.errors import NotLeaderForPartitionError, RequestTimedOutError
 from google.protobuf.wrappers_pb2 import StringValue
+from opentelemetry import trace
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from sqlalchemy import select
 
 from servicekit.kafka import ProducerLink
@@ -22,6 +24,12 @@ from tests.foundation.harness import append_events, eventually, start_consumer, 
 
 async def _read_event_ids(bootstrap: str, topic: str, expected: int) -> list[str]:
     """Every event id on the topic, duplicates included, once `expected` have arrived."""
+    records = await _read_records(bootstrap, topic, expected)
+    return [dict(r.headers)["event-id"].decode() for r in records]
+
+
+async def _read_records(bootstrap: str, topic: str, expected: int) -> list[Any]:
+    """Every record on the topic, duplicates included, once `expected` have arrived."""
     consumer = AIOKafkaConsumer(
         topic,
         bootstrap_servers=bootstrap,
@@ -30,18 +38,18 @@ async def _read_event_ids(bootstrap: str, topic: str, expected: int) -> list[str
         enable_auto_commit=False,
     )
     await consumer.start()
-    ids: list[str] = []
+    found: list[Any] = []
     try:
         deadline = asyncio.get_running_loop().time() + 60
-        while len(ids) < expected and asyncio.get_running_loop().time() < deadline:
+        while len(found) < expected and asyncio.get_running_loop().time() < deadline:
             for records in (await consumer.getmany(timeout_ms=500)).values():
-                ids += [dict(r.headers)["event-id"].decode() for r in records]
+                found += records
         # Anything extra (a duplicate) would arrive right behind; give it a moment.
         for records in (await consumer.getmany(timeout_ms=1000)).values():
-            ids += [dict(r.headers)["event-id"].decode() for r in records]
+            found += records
     finally:
         await consumer.stop()
-    return ids
+    return found
 
 
 async def test_two_relays_at_once_never_publish_a_row_twice_and_lose_nothing(pair: Pair) -> None:
@@ -210,3 +218,22 @@ async def test_leader_moves_and_request_timeouts_spend_no_attempt_of_a_row(pair:
             await session.execute(select(t.attempts).where(t.effect_id == event_id))
         ).scalar_one()
     assert attempts == 1  # the one that went through; six retriable failures cost nothing
+
+
+async def test_a_relayed_record_continues_the_trace_its_row_was_written_in_with_one_header(
+    pair: Pair, span_exporter: InMemorySpanExporter
+) -> None:
+    """aiokafka's instrumentation makes the produce span, a child of the row's context, and
+    puts its context in the record: one traceparent, not the row's beside it."""
+    with trace.get_tracer("tests").start_as_current_span("the change") as change:
+        await append_events(pair.producer, pair.topic, ["traced"])
+    relay = await start_relay(pair.producer, pair.bootstrap)
+    [record] = await _read_records(pair.bootstrap, pair.topic, 1)
+    await relay.stop()
+    headers = [value.decode() for name, value in record.headers if name == "traceparent"]
+    assert len(headers) == 1, record.headers
+    _, trace_id, parent_id, _ = headers[0].split("-")
+    [produced] = [s for s in span_exporter.get_finished_spans() if s.name == f"{pair.topic} send"]
+    assert int(trace_id, 16) == change.get_span_context().trace_id
+    assert produced.parent and produced.parent.span_id == change.get_span_context().span_id
+    assert int(parent_id, 16) == produced.context.span_id

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from liftfit.booking.v1 import events_pb2 as booking_events
 from liftfit.payment.v1 import events_pb2 as payment_events
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from sqlalchemy import Table, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -24,6 +25,7 @@ from services.access.adapters import orm as access_orm
 from services.booking.adapters import orm as booking_orm
 from services.notify.adapters import orm as notify_orm
 from tests.e2e.conftest import Platform
+from tests.support.topics import send_exactly
 from tests.support.waiting import eventually
 
 TOPICS = ("payment.events", "access.events", "booking.events")
@@ -126,7 +128,7 @@ async def _send_bad(
     producer: AIOKafkaProducer, topic: str, platform: Platform, record: Any
 ) -> Sent:
     key, value, headers = record
-    sent = await producer.send_and_wait(platform.prefix + topic, value, key=key, headers=headers)
+    sent = await send_exactly(producer, platform.prefix + topic, value, key, headers)
     return Sent(topic, sent.partition, sent.offset, None)
 
 
@@ -175,8 +177,10 @@ async def _serving(port: int) -> bool:
 )
 @given(batch=records)
 async def test_bad_records_are_parked_once_and_the_valid_events_around_them_applied(
-    platform: Platform, batch: list[Any]
+    platform: Platform, span_exporter: InMemorySpanExporter, batch: list[Any]
 ) -> None:
+    """With tracing on (span_exporter), so that aiokafka's instrumentation reads every
+    record's headers before the inbox does."""
     producer = AIOKafkaProducer(bootstrap_servers=platform.booking.settings.kafka_bootstrap)
     await producer.start()
     try:

@@ -25,6 +25,7 @@ from tests.operations.operator import (
     written_by,
 )
 from tests.payment.harness import Harness
+from tests.support.topics import send_exactly
 
 
 async def _requested_with_trace(harness: Harness, trace_id: str) -> str:
@@ -45,11 +46,12 @@ async def _requested_with_trace(harness: Harness, trace_id: str) -> str:
         ("event-id", wrapped.event_id.encode()),
         ("traceparent", traceparent(trace_id).encode()),
     ]
-    await harness.producer.send_and_wait(
+    await send_exactly(
+        harness.producer,
         f"{harness.prefix}booking.events",
         wrapped.SerializeToString(),
-        key=booking_id.encode(),
-        headers=headers,
+        booking_id.encode(),
+        headers,
     )
     return booking_id
 

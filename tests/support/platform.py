@@ -44,6 +44,11 @@ class Platform:
     def gateway(self) -> str:
         return f"http://{self.env['GATEWAY_ADDRESS']}"
 
+    @property
+    def jaeger(self) -> str:
+        """Jaeger's query API (and UI), where every process of the platform exports."""
+        return self.url("JAEGER_QUERY_PORT")
+
     def pid(self, name: str) -> int:
         return int((self.state / "run" / f"{name}.pid").read_text().strip())
 
@@ -65,6 +70,15 @@ def _environment(
     infra: Infrastructure, names: dict[str, str], prefix: str, state: Path
 ) -> dict[str, str]:
     ports = {name: str(free_port()) for name in ("card", "lock", "mail_http", "mail_smtp")}
+    jaeger = {
+        name: str(free_port())
+        for name in (
+            "JAEGER_OTLP_GRPC_PORT",
+            "JAEGER_QUERY_PORT",
+            "JAEGER_QUERY_GRPC_PORT",
+            "JAEGER_HEALTH_PORT",
+        )
+    }
     env = {**os.environ, "PLATFORM_STATE_DIR": str(state), "TOPIC_PREFIX": prefix}
     env["KAFKA_BOOTSTRAP"] = infra.kafka_bootstrap
     for part, name in names.items():
@@ -96,6 +110,9 @@ def _environment(
         "MAIL_SANDBOX_SMTP_PORT": ports["mail_smtp"],
         "MAIL_SMTP_PORT": ports["mail_smtp"],
         "NOTIFY_ACCESS_ADDRESS": env["ACCESS_GRPC_ADDRESS"],
+        **jaeger,
+        "OTEL_TRACES_EXPORTER": "otlp",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{jaeger['JAEGER_OTLP_GRPC_PORT']}",
     }
     return env
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import uuid
 
+from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.structs import RecordMetadata
 
 # Every topic the four services read or write, for a test that runs them all.
 PLATFORM_TOPICS = {
@@ -46,3 +48,19 @@ async def delete_topics(bootstrap: str, prefix: str, names: list[str]) -> None:
         print(f"[topics] not deleted: {prefix}*: {error!r}")
     finally:
         await admin.close()
+
+
+async def send_exactly(
+    producer: AIOKafkaProducer,
+    topic: str,
+    value: bytes,
+    key: bytes | None,
+    headers: list[tuple[str, bytes]],
+) -> RecordMetadata:
+    """Sends a record with exactly these headers, past aiokafka's instrumentation (on once a
+    test has configured tracing), which appends a traceparent to the headers of every record
+    it sends: a test's own traceparent, or a hostile one, would stand beside a second."""
+    send = getattr(AIOKafkaProducer.send, "__wrapped__", AIOKafkaProducer.send)
+    delivery = await send(producer, topic, value, key=key, headers=headers)
+    sent: RecordMetadata = await delivery
+    return sent
