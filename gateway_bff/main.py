@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from gateway_bff.app import create_app
 from gateway_bff.identity import Authenticator
 from gateway_bff.parts import Parts
-from gateway_bff.settings import Settings
+from gateway_bff.settings import SERVICES, Settings
 from gateway_bff.store.directory import Directory
 from gateway_bff.upstream import Services
 from servicekit.db import make_engine, make_session_factory
@@ -27,7 +27,10 @@ from servicekit.runtime import service_main
 def bootstrap(settings: Settings, identity: Authenticator) -> FastAPI:
     """Wires the gateway; nothing connects until a request needs it."""
     engine = make_engine(settings.database_url, pool_size=settings.db_pool_size)
-    lag = ConsumerLag(LagSettings(settings.kafka_bootstrap, settings.topic_prefix))
+    # The platform's own groups (`<prefix><service>`), not whatever else the broker serves:
+    # with the empty prefix of the local run, every group of every test run would count.
+    groups = tuple(f"{settings.topic_prefix}{service}" for service in SERVICES)
+    lag = ConsumerLag(LagSettings(settings.kafka_bootstrap, settings.topic_prefix, groups))
     # Every group's lag, read from the broker: seen even while a consumer's process is stopped.
     gauges = SampledGauges([lag_probe(lag)])
     parts = Parts(
