@@ -105,7 +105,7 @@ async def new_topics(
 
 
 @pytest.fixture(scope="session")
-async def platform(
+async def shared_platform(
     infra: Infrastructure, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[Platform]:
     """One platform started as `make up` starts it (scripts/platform.sh with its own
@@ -115,3 +115,10 @@ async def platform(
     state: Path = tmp_path_factory.mktemp("platform") / "state"
     async with started_platform(infra, state) as started:
         yield started
+
+
+@pytest.fixture(scope="session")
+def platform(shared_platform: Platform) -> Platform:
+    """The shared platform under the name most suites use (tests/e2e/ has a `platform` of
+    its own, in-process; a test there reaches the shared one as `shared_platform`)."""
+    return shared_platform

@@ -1,21 +1,21 @@
 """`make up`'s script starts the whole platform, and a booking walks it end to end.
 
-`scripts/platform.sh up` runs as `make up` runs it, with this test's databases (empty:
-the script migrates them), topics and free ports in its environment, and its pid files
-and logs in a folder of its own (PLATFORM_STATE_DIR), so a developer's running platform
-is neither used nor disturbed. Then over gRPC and the sandboxes' HTTP only: a studio and
-a slot, a card checkout with a contact, the payment on the sandbox card gateway, the
-booking confirmed, the grant active, the PIN read, the sandbox door opening with it inside
-the window and not after it, and the confirmation and access mails in the mail sandbox,
-the access mail with that PIN. Every process the script started is killed at the end.
+`scripts/platform.sh up` runs as `make up` runs it (the suites' one shared platform,
+tests/conftest.py), with its own databases (empty: the script migrates them), topics and
+free ports in its environment, and its pid files and logs in a folder of its own
+(PLATFORM_STATE_DIR), so a developer's running platform is neither used nor disturbed;
+what the script printed when it started everything is `platform.output`. Then over gRPC
+and the sandboxes' HTTP only: a studio and a slot, a card checkout with a contact, the
+payment on the sandbox card gateway, the booking confirmed, the grant active, the PIN read,
+the sandbox door opening with it inside the window and not after it, and the confirmation
+and access mails in the mail sandbox, the access mail with that PIN. Every process the
+script started is killed when the session ends.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import grpc
 import httpx
@@ -31,17 +31,16 @@ from liftfit.payment.v1 import payment_pb2_grpc
 
 from servicekit import grpc_server
 from servicekit.errors import reason_of
-from tests.support.infrastructure import Infrastructure
-from tests.support.platform import Platform, started_platform
+from tests.support.platform import Platform
 from tests.support.waiting import eventually
 
 DEVICE = "studio-a-door"  # platform.env's default lock
 
 
 @pytest.fixture
-async def platform(infra: Infrastructure, tmp_path: Path) -> AsyncIterator[Platform]:
-    async with started_platform(infra, tmp_path / "state") as started:
-        yield started
+def platform(shared_platform: Platform) -> Platform:
+    """The suites' shared platform, not tests/e2e's in-process one."""
+    return shared_platform
 
 
 def _at(moment: datetime) -> Timestamp:

@@ -86,6 +86,9 @@ def service_environment(
         # Any free port: platform.env's fixed ones may be a running platform's.
         BOOKING_METRICS_ADDRESS="127.0.0.1:0",
         PAYMENT_METRICS_ADDRESS="127.0.0.1:0",
+        # No Jaeger runs for these processes: exporting to platform.env's would only retry
+        # against nothing, in the processes whose restart time the fault tests measure.
+        OTEL_TRACES_EXPORTER="none",
         PAYMENT_WEBHOOK_SECRETS=",".join(sandbox.secrets),
         CARD_GATEWAY_URL=sandbox.url,
         CARD_GATEWAY_API_KEY=sandbox.api_key,
