@@ -28,6 +28,13 @@ from tests.support.topics import create_topics, delete_topics
 _EXPORTER = InMemorySpanExporter()
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests on the shared platform run last, one after another: the platform starts
+    with the first of them and its ten idle processes (half a core of polling) then never
+    load the suites before them, the fault tests among them, which time restarts."""
+    items.sort(key=lambda item: "shared_platform" in getattr(item, "fixturenames", ()))
+
+
 @pytest.fixture(scope="session")
 def infra() -> Infrastructure:
     return ensure_infrastructure()
