@@ -14,38 +14,17 @@ from typing import Any
 
 import yaml
 
+from tests.observability.documented import DOCUMENTED
+
 REPO = Path(__file__).resolve().parents[2]
 RULES = REPO / "deploy/prometheus/rules/liftfit.yml"
 UNIT_TESTS = sorted((REPO / "deploy/prometheus/tests").glob("*.yml"))
 K8S_RULE = REPO / "deploy/k8s/prometheus-rules.yaml"
 
 
-# What the processes expose at /metrics; a rule on any other name would never fire.
-METRICS = frozenset(
-    {
-        "up",
-        "liftfit_grpc_server_requests_total",
-        "liftfit_grpc_server_request_duration_seconds",
-        "liftfit_outbox_pending_rows",
-        "liftfit_outbox_oldest_pending_age_seconds",
-        "liftfit_outbox_failed_rows",
-        "liftfit_relay_published_total",
-        "liftfit_relay_publish_failures_total",
-        "liftfit_inbox_applied_total",
-        "liftfit_inbox_duplicates_total",
-        "liftfit_inbox_parked_total",
-        "liftfit_consumer_lag_messages",
-        "liftfit_timers_due",
-        "liftfit_timers_overdue",
-        "liftfit_incidents_open",
-        "liftfit_drift_findings",
-        "liftfit_provider_calls_total",
-        "liftfit_provider_call_duration_seconds",
-        "liftfit_mails",
-        "liftfit_http_requests_total",
-        "liftfit_http_request_duration_seconds",
-    }
-)
+# What the processes expose at /metrics (and Prometheus's own `up`); a rule on any other
+# name would never fire.
+METRICS = frozenset({"up"}).union(*DOCUMENTED.values())
 
 
 def _promtool(*args: str) -> subprocess.CompletedProcess[str]:

@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from tests.gateway.api import Api, Org
+from tests.observability.journey import booked_paid_and_active
 from tests.support.platform import REPO, Platform
 from tests.support.waiting import eventually
 
@@ -32,38 +33,12 @@ async def api(platform: Platform) -> AsyncIterator[Api]:
         yield client
 
 
-async def _pay(checkout_url: str) -> None:
-    async with httpx.AsyncClient(timeout=15, follow_redirects=True) as browser:
-        paid = await browser.post(checkout_url, data={"outcome": "succeed"})
-        assert paid.status_code == 200, paid.text
-
-
 async def _journey(api: Api, platform: Platform, email: str) -> tuple[dict[str, Any], str]:
     """A booking paid, confirmed and active, its PIN disclosed, its mails sent."""
     studio = await api.studio(1)
     org = await api.org(f"logs-{uuid.uuid4().hex[:6]}", email=email)
-    booked = await api.book(org, studio.slot(0), mode="card")
-    assert booked.status_code == 201, booked.text
-    booking_id = booked.json()["booking_id"]
-
-    async def booking() -> dict[str, Any]:
-        found = await api.call("GET", f"/v1/orgs/{org.org_id}/bookings/{booking_id}", org.owner)
-        assert found.status_code == 200, found.text
-        answer: dict[str, Any] = found.json()
-        return answer
-
-    async def checkout_url() -> str | None:
-        payment = (await booking())["payment"]
-        return payment["checkout_url"] if payment else None
-
-    await _pay(await eventually(checkout_url, WAIT_S))
-
-    async def active() -> dict[str, Any] | None:
-        found = await booking()
-        ok = found["state"] == "confirmed" and (found["access"] or {}).get("state") == "active"
-        return found if ok else None
-
-    confirmed = await eventually(active, WAIT_S)
+    confirmed = await booked_paid_and_active(api, org, studio.slot(0))
+    booking_id = confirmed["booking_id"]
     return confirmed, await _pin_and_mails(api, platform, org, booking_id, email)
 
 

@@ -10,40 +10,11 @@ from typing import Any
 import httpx
 
 from tests.gateway.api import OPS
+from tests.observability.documented import DOCUMENTED
 from tests.observability.scrape import SERVICES, Scrape, scrape
 from tests.support.platform import Platform
 from tests.support.waiting import eventually
 
-# The README's table of metrics, process by process.
-EVERY_SERVICE = (
-    "liftfit_grpc_server_requests_total",
-    "liftfit_grpc_server_request_duration_seconds",
-    "liftfit_outbox_pending_rows",
-    "liftfit_outbox_oldest_pending_age_seconds",
-    "liftfit_outbox_failed_rows",
-    "liftfit_relay_published_total",
-    "liftfit_relay_publish_failures_total",
-    "liftfit_inbox_applied_total",
-    "liftfit_inbox_duplicates_total",
-    "liftfit_inbox_parked_total",
-    "liftfit_consumer_lag_messages",
-    "liftfit_timers_due",
-    "liftfit_timers_overdue",
-    "liftfit_incidents_open",
-    "liftfit_drift_findings",
-)
-PROVIDER_CALLS = ("liftfit_provider_calls_total", "liftfit_provider_call_duration_seconds")
-DOCUMENTED = {
-    "booking": EVERY_SERVICE,
-    "payment": EVERY_SERVICE + PROVIDER_CALLS,
-    "access": EVERY_SERVICE + PROVIDER_CALLS,
-    "notify": (*EVERY_SERVICE, *PROVIDER_CALLS, "liftfit_mails"),
-    "gateway": (
-        "liftfit_http_requests_total",
-        "liftfit_http_request_duration_seconds",
-        "liftfit_consumer_lag_messages",
-    ),
-}
 # Read by the sampler or counted at once, so samples are there within a few seconds of
 # the start: the health checks that readied each service are gRPC requests, and every
 # consumer group joined its topics.

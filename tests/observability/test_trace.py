@@ -15,7 +15,8 @@ from typing import Any
 import httpx
 from opentelemetry.instrumentation.utils import suppress_instrumentation
 
-from tests.gateway.api import OPS, Api, Org
+from tests.gateway.api import OPS, Api
+from tests.observability.journey import booked_paid_and_active
 from tests.support.platform import Platform
 from tests.support.waiting import eventually
 
@@ -93,36 +94,6 @@ def _untraced() -> Iterator[None]:
         yield
 
 
-async def _book_pay_and_get_mailed(api: Api, platform: Platform, org: Org, slot: str) -> str:
-    booked = await api.book(org, slot, mode="card")
-    assert booked.status_code == 201, booked.text
-    booking_id: str = booked.json()["booking_id"]
-    path = f"/v1/orgs/{org.org_id}/bookings/{booking_id}"
-
-    async def booking() -> dict[str, Any]:
-        found = await api.call("GET", path, org.owner)
-        assert found.status_code == 200, found.text
-        answer: dict[str, Any] = found.json()
-        return answer
-
-    async def checkout_url() -> str | None:
-        payment = (await booking())["payment"]
-        return payment["checkout_url"] if payment else None
-
-    url = await eventually(checkout_url, WAIT_S)
-    async with httpx.AsyncClient(timeout=15, follow_redirects=True) as browser:
-        assert (await browser.get(url)).status_code == 200
-        paid = await browser.post(url, data={"outcome": "succeed"})
-        assert paid.status_code == 200, paid.text
-
-    async def active() -> bool:
-        found = await booking()
-        return found["state"] == "confirmed" and (found["access"] or {}).get("state") == "active"
-
-    await eventually(active, WAIT_S)
-    return booking_id
-
-
 async def _mails_to(platform: Platform, email: str, count: int) -> None:
     async with httpx.AsyncClient(base_url=platform.url("MAIL_SANDBOX_HTTP_PORT")) as mail:
 
@@ -164,7 +135,7 @@ async def test_a_booking_made_paid_activated_and_mailed_is_one_trace_in_jaeger(
             studio = await api.studio(1)
             email = f"traced-{uuid.uuid4().hex[:8]}@example.test"
             org = await api.org(f"member-{uuid.uuid4().hex[:6]}", email=email)
-            booking_id = await _book_pay_and_get_mailed(api, platform, org, studio.slot(0))
+            booking_id = (await booked_paid_and_active(api, org, studio.slot(0)))["booking_id"]
             await _mails_to(platform, email, 2)  # the confirmation and the PIN
             told = await api.call("GET", f"/v1/ops/bookings/{booking_id}/timeline", OPS)
         assert told.status_code == 200, told.text
