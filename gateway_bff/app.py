@@ -27,6 +27,7 @@ from gateway_bff.routes import (
     orders,
     payments,
 )
+from gateway_bff.web import pages
 
 log = logging.getLogger(__name__)
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
@@ -52,6 +53,7 @@ def create_app(parts: Parts, lifespan: Lifespan | None = None) -> FastAPI:
     app.state.parts = parts
     for module in (catalogue, bookings, orders, payments, catalogue_admin, operations, health):
         app.include_router(module.router)
+    pages.mount(app)  # the customers' pages: outside the OpenAPI document
     _answer_errors_as_problems(app)
     app.add_middleware(Gate, identity=parts.identity, directory=parts.directory)
     _document_validation_as_problems(app)
