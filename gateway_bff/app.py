@@ -23,6 +23,7 @@ from gateway_bff.routes import (
     catalogue,
     catalogue_admin,
     health,
+    me,
     operations,
     orders,
     payments,
@@ -51,7 +52,7 @@ def create_app(parts: Parts, lifespan: Lifespan | None = None) -> FastAPI:
         telemetry={"tracing": False, "metrics": False, "logs": False, "operation_spans": False},
     )
     app.state.parts = parts
-    for module in (catalogue, bookings, orders, payments, catalogue_admin, operations, health):
+    for module in (catalogue, me, bookings, orders, payments, catalogue_admin, operations, health):
         app.include_router(module.router)
     pages.mount(app)  # the customers' pages: outside the OpenAPI document
     _answer_errors_as_problems(app)

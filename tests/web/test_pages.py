@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from playwright.async_api import Page, expect
 
-from tests.gateway.api import Api, Studio
+from tests.gateway.api import OPS, Api, Studio
 from tests.web.conftest import blocking_violations, screenshot
 
 PRAGUE = ZoneInfo("Europe/Prague")
@@ -32,10 +32,11 @@ def _first_day(studio: Studio) -> tuple[str, list[dict[str, object]]]:
     return day.isoformat(), [s for s in studio.slots if _local(str(s["starts_at"])).date() == day]
 
 
-async def _sign_in(page: Page, lang: str, user: str) -> None:
+async def _sign_in(page: Page, lang: str, user: str, lands_in: str | None = None) -> None:
     await page.goto(f"/web/{lang}/signin")
     await page.get_by_label("User name" if lang == "en" else "Jméno uživatele").fill(user)
     await page.get_by_role("button", name="Sign in" if lang == "en" else "Přihlásit se").click()
+    await expect(page).to_have_url(f"/web/{lands_in or lang}/")
     await expect(page.locator("[data-user]")).to_have_text(user)
 
 
@@ -73,6 +74,19 @@ async def test_a_member_signs_in_and_sees_a_studios_slots_by_day_in_both_languag
     await expect(page.locator("[data-user]")).to_have_text(org.owner)
     await _slot_rows_say(page, "cs", slots, held)
     # The choice is remembered: the site's entry now opens in Czech.
+    await page.goto("/web")
+    await expect(page).to_have_url("/web/cs/")
+
+
+async def test_signing_in_opens_the_pages_in_the_members_own_language(page: Page, api: Api) -> None:
+    org = await api.org()
+    czech = f"user-{uuid.uuid4().hex[:8]}"
+    member = {"user": czech, "role": "member", "locale": "cs"}
+    added = await api.call("POST", f"/v1/ops/orgs/{org.org_id}/members", OPS, member)
+    assert added.status_code == 201, added.text
+
+    await _sign_in(page, "en", czech, lands_in="cs")
+    await expect(page.locator("html")).to_have_attribute("lang", "cs")
     await page.goto("/web")
     await expect(page).to_have_url("/web/cs/")
 

@@ -1,8 +1,24 @@
-// Sign in: the page keeps the identity it will send; the API checks it on each call.
-import { lang, signIn } from "./web.js";
+// Sign in: the page keeps the identity it will send, and asks the API who that is
+// (GET /v1/me): a token the API refuses is said at once, and the member's own locale becomes
+// the page's language unless one was chosen before.
+import { api, lang, rememberLanguage, rememberedLanguage, showProblem, signIn, signOut } from "./web.js";
 
 const form = document.querySelector("[data-sign-in]");
-form.addEventListener("submit", (event) => {
+const LANGUAGES = ["cs", "en"];
+
+function destination(me) {
+  const next = new URLSearchParams(location.search).get("next");
+  // Only a page of this site: never a redirect elsewhere.
+  if (next && /^\/web\/[a-z]{2}\//.test(next)) return next;
+  const own = me.memberships.length ? me.memberships[0].locale : null;
+  if (!rememberedLanguage() && LANGUAGES.includes(own)) {
+    rememberLanguage(own);
+    return `/web/${own}/`;
+  }
+  return `/web/${lang}/`;
+}
+
+form.addEventListener("submit", async (event) => {
   event.preventDefault();
   const kind = form.dataset.signIn;
   const field = form.querySelector(kind === "dev" ? "#user" : "#token");
@@ -12,7 +28,10 @@ form.addEventListener("submit", (event) => {
     return;
   }
   signIn(kind, value);
-  const next = new URLSearchParams(location.search).get("next");
-  // Only a page of this site: never a redirect elsewhere.
-  location.assign(next && /^\/web\/[a-z]{2}\//.test(next) ? next : `/web/${lang}/`);
+  try {
+    location.assign(destination(await api("/v1/me")));
+  } catch (error) {
+    signOut();
+    showProblem(error);
+  }
 });

@@ -24,7 +24,7 @@ export function signIn(kind, value) {
   showIdentity();
 }
 
-function signOut() {
+export function signOut() {
   localStorage.removeItem(IDENTITY);
   showIdentity();
 }
@@ -78,16 +78,25 @@ function showIdentity() {
     who && who.kind === "dev" ? who.value : who ? "token" : "";
 }
 
-// The same page in the other language, with what the page chose since (the day shown).
-function rememberLanguage(event) {
-  const link = event.currentTarget;
-  const chosen = link.dataset.language;
-  link.href = `${link.pathname}${location.search}`;
+// The language the page remembers for /web: the one last chosen, else the member's own.
+export function rememberedLanguage() {
+  const found = document.cookie.split("; ").find((c) => c.startsWith(`${LANGUAGE_COOKIE}=`));
+  return found ? found.slice(LANGUAGE_COOKIE.length + 1) : null;
+}
+
+export function rememberLanguage(chosen) {
   document.cookie = `${LANGUAGE_COOKIE}=${chosen}; path=/web; max-age=31536000; SameSite=Lax`;
+}
+
+// The same page in the other language, with what the page chose since (the day shown).
+function switchLanguage(event) {
+  const link = event.currentTarget;
+  link.href = `${link.pathname}${location.search}`;
+  rememberLanguage(link.dataset.language);
 }
 
 document.querySelector("[data-sign-out]").addEventListener("click", signOut);
 document.querySelectorAll("[data-language]").forEach((link) => {
-  link.addEventListener("click", rememberLanguage);
+  link.addEventListener("click", switchLanguage);
 });
 showIdentity();
