@@ -49,6 +49,10 @@ TEXTS: Mapping[Language, Mapping[str, str]] = {
         "state_held": "Drženo",
         "state_booked": "Obsazeno",
         "state_closed": "Uzavřeno",
+        "booking": "Rezervace",
+        "book_by_card": "Rezervovat a zaplatit kartou",
+        "preparing_payment": "Připravujeme platbu…",
+        "payment_not_ready": "Platba se zatím nepřipravila. Zkuste to prosím znovu.",
     },
     Language.EN: {
         "brand": "LIFT & FIT Private Space",
@@ -84,6 +88,10 @@ TEXTS: Mapping[Language, Mapping[str, str]] = {
         "state_held": "Held",
         "state_booked": "Booked",
         "state_closed": "Closed",
+        "booking": "Booking",
+        "book_by_card": "Book and pay by card",
+        "preparing_payment": "Preparing the payment…",
+        "payment_not_ready": "The payment is not ready yet. Please try again.",
     },
 }
 

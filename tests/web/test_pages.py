@@ -15,6 +15,7 @@ from tests.gateway.api import OPS, Api, Studio
 from tests.web.conftest import blocking_violations, screenshot
 
 PRAGUE = ZoneInfo("Europe/Prague")
+BOOK = {"en": "Book and pay by card", "cs": "Rezervovat a zaplatit kartou"}
 EN_DASH = "\u2013"  # between a slot's start and end
 STATE_WORDS = {
     "en": {"available": "Available", "held": "Held"},
@@ -91,6 +92,30 @@ async def test_signing_in_opens_the_pages_in_the_members_own_language(page: Page
     await expect(page).to_have_url("/web/cs/")
 
 
+async def test_a_double_click_on_book_books_once_and_leads_to_the_card_payment_page(
+    page: Page, api: Api
+) -> None:
+    studio = await api.studio(slots=2, timezone="Europe/Prague")
+    org = await api.org()
+    day, _ = _first_day(studio)
+    await _sign_in(page, "en", org.owner)
+    await page.goto(f"/web/en/spaces/{studio.space_id}?day={day}")
+
+    keys: list[str] = []
+    page.on("request", lambda r: keys.append(r.headers.get("idempotency-key", "")))
+    book = page.locator(f"tr[data-slot='{studio.slot(0)}']").get_by_role("button")
+    await expect(book).to_have_text(BOOK["en"])
+    await book.dblclick()
+    await page.wait_for_url(lambda url: "/web/" not in url)
+
+    assert len({key for key in keys if key}) == 1, keys  # one intent, one key
+
+    listed = await api.call("GET", f"/v1/orgs/{org.org_id}/bookings", org.owner)
+    bookings = listed.json()
+    assert [b["slot"]["slot_id"] for b in bookings] == [studio.slot(0)]
+    assert page.url == bookings[0]["payment"]["checkout_url"]
+
+
 @pytest.mark.parametrize(
     ("lang", "sentence"),
     [
@@ -118,15 +143,24 @@ async def test_every_page_has_no_serious_accessibility_violation(
         "studios": f"/web/{lang}/",
         "slots": f"/web/{lang}/spaces/{studio.space_id}?day={day}",
     }
+    org = await api.org()
     found = {}
     for name, path in pages.items():
+        if name != "signin":  # the other pages as a member sees them: slots with "book"
+            await _signed_in_once(page, lang, org.owner)
         await page.goto(path)
         await _loaded(page)
         await screenshot(page, f"{name}-{lang}")
         found[name] = await blocking_violations(page)
+    await expect(page.get_by_role("button", name=BOOK[lang]).first).to_be_visible()
     await page.set_viewport_size({"width": 390, "height": 844})  # a phone
     await screenshot(page, f"slots-phone-{lang}")
     assert found == {name: [] for name in pages}
+
+
+async def _signed_in_once(page: Page, lang: str, user: str) -> None:
+    if await page.evaluate("localStorage.getItem('liftfit.identity')") is None:
+        await _sign_in(page, lang, user, lands_in="en")  # the member's own locale
 
 
 async def _loaded(page: Page) -> None:

@@ -1,6 +1,7 @@
 // A studio's slots by day, in the studio's local time: GET /v1/spaces for its name and
 // time zone, GET /v1/spaces/{id}/slots for the day's slots with their state and price.
-import { ApiProblem, api, clearProblem, lang, showProblem, texts } from "./web.js";
+import { bookByCard } from "./checkout.js";
+import { ApiProblem, api, clearProblem, identity, lang, showProblem, texts } from "./web.js";
 
 const section = document.querySelector("[data-space]");
 const spaceId = section.dataset.space;
@@ -8,6 +9,7 @@ const dayInput = document.getElementById("day");
 const table = document.querySelector("[data-slots]");
 const DAY_MS = 24 * 60 * 60 * 1000;
 let studio = null;
+let orgId = null; // the organisation the signed-in member books for: their oldest
 let shown = 0; // the newest load wins when days change faster than answers come
 
 // The calendar day (YYYY-MM-DD) of an instant at the studio.
@@ -48,8 +50,49 @@ function slotRow(slot) {
   state.append(badge);
   const price = document.createElement("td");
   price.textContent = money(slot.price);
-  row.append(when, state, price);
+  const action = document.createElement("td");
+  if (orgId && slot.state === "available") action.append(bookButton(slot));
+  row.append(when, state, price, action);
   return row;
+}
+
+function bookButton(slot) {
+  const button = document.createElement("button");
+  button.type = "button";
+  button.textContent = texts.book_by_card;
+  button.addEventListener("click", () => book(slot, button));
+  return button;
+}
+
+async function book(slot, button) {
+  // Disabled at once: a second click of a double click never reaches the handler.
+  button.disabled = true;
+  clearProblem();
+  const status = document.querySelector("[data-booking-status]");
+  status.textContent = texts.preparing_payment;
+  try {
+    const payAt = await bookByCard(orgId, slot.slot_id);
+    if (payAt) {
+      location.assign(payAt);
+      return;
+    }
+    status.textContent = texts.payment_not_ready;
+  } catch (error) {
+    status.textContent = "";
+    showProblem(error);
+    if (error instanceof ApiProblem && error.code === "slot_unavailable") showDay(dayInput.value);
+  }
+  button.disabled = false;
+}
+
+async function findOrganisation() {
+  if (!identity()) return;
+  try {
+    const me = await api("/v1/me");
+    orgId = me.memberships.length ? me.memberships[0].org_id : null;
+  } catch {
+    orgId = null; // not signed in as anyone the API knows: the slots are shown, not bookable
+  }
 }
 
 async function showDay(day) {
@@ -101,6 +144,7 @@ async function start() {
     showProblem(error);
     return;
   }
+  await findOrganisation();
   document.querySelector("[data-studio-name]").textContent = studio.name;
   document.querySelector("[data-studio-zone]").textContent = `(${studio.timezone})`;
   tickClock();
