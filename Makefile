@@ -7,9 +7,9 @@ VENV_STAMP := .venv/.installed
 # go.mod and go.sum) into .local/bin; built again only when those change.
 JAEGER := .local/bin/jaeger
 
-.PHONY: install protos lint contracts release-contracts test test-only up down status infra-up prometheus bench bench-relay bench-booking bench-gateway lock
+.PHONY: install web-tools chromium protos lint contracts release-contracts test test-only up down status infra-up prometheus bench bench-relay bench-booking bench-gateway lock
 
-install: $(VENV_STAMP) build/gen/liftfit
+install: $(VENV_STAMP) build/gen/liftfit web-tools
 
 $(VENV_STAMP): requirements.lock
 	@command -v python3.11 >/dev/null || command -v python3 >/dev/null
@@ -39,6 +39,22 @@ infra-up:
 # tests/observability/test_alert_rules.py checks the alerting rules and runs their unit tests.
 prometheus:
 	@command -v prometheus >/dev/null || apt-get install -y -q --no-install-recommends prometheus
+
+# The browser tests (tests/web): Debian's Chromium, driven by Playwright for Python (in the venv;
+# never Playwright's own browser download), and axe-core, pinned by tests/web/tools' lock and
+# installed into .local/web-tools again only when that lock changes.
+AXE := .local/web-tools/node_modules/axe-core/axe.min.js
+
+web-tools: chromium $(AXE)
+
+chromium:
+	@command -v chromium >/dev/null || apt-get install -y -q --no-install-recommends chromium
+
+$(AXE): tests/web/tools/package.json tests/web/tools/package-lock.json
+	mkdir -p .local/web-tools
+	cp tests/web/tools/package.json tests/web/tools/package-lock.json .local/web-tools/
+	npm ci --prefix .local/web-tools --ignore-scripts --no-audit --no-fund
+	@touch $(AXE)
 
 lint: install
 	.venv/bin/ruff check .

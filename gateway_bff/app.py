@@ -23,10 +23,12 @@ from gateway_bff.routes import (
     catalogue,
     catalogue_admin,
     health,
+    me,
     operations,
     orders,
     payments,
 )
+from gateway_bff.web import pages
 
 log = logging.getLogger(__name__)
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
@@ -50,8 +52,9 @@ def create_app(parts: Parts, lifespan: Lifespan | None = None) -> FastAPI:
         telemetry={"tracing": False, "metrics": False, "logs": False, "operation_spans": False},
     )
     app.state.parts = parts
-    for module in (catalogue, bookings, orders, payments, catalogue_admin, operations, health):
+    for module in (catalogue, me, bookings, orders, payments, catalogue_admin, operations, health):
         app.include_router(module.router)
+    pages.mount(app)  # the customers' pages: outside the OpenAPI document
     _answer_errors_as_problems(app)
     app.add_middleware(Gate, identity=parts.identity, directory=parts.directory)
     _document_validation_as_problems(app)

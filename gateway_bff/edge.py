@@ -4,6 +4,7 @@ It runs before the body is read, so a stranger learns nothing from a body's erro
 - `/v1/orgs/{org_id}/...` needs an identity (else 401) and membership of that
   organisation (else 404: whether it exists is not told);
 - `/v1/ops/...` needs an identity (else 401) and the operator role (else 403);
+- `/v1/me` needs an identity (else 401);
 - everything else (catalogue, payments, health) is open.
 Each request also gets its line in the request metrics; its server span (the trace that
 follows a booking starts there) is OpenTelemetry's FastAPI instrumentation's, around the
@@ -30,6 +31,7 @@ from servicekit.validation import is_canonical_uuid
 
 # No client body is near this (2,000 new slots are some 300 KiB).
 MAX_BODY_BYTES = 1024 * 1024
+ME = "/v1/me"  # the caller's own memberships: any identity, no organisation
 REQUESTS = Counter(
     "liftfit_http_requests",
     "HTTP requests answered, by method, route template and status",
@@ -90,7 +92,7 @@ class Gate:
             return
         receive = _bounded(receive)
         path: str = scope["path"]
-        if path.startswith("/v1/orgs/") or path.startswith("/v1/ops/") or path == "/v1/ops":
+        if _guarded(path):
             try:
                 scope.setdefault("state", {})["caller"] = await self._admit(path, headers)
             except problems.Problem as problem:
@@ -108,6 +110,8 @@ class Gate:
         user = await self.identity.caller(headers)
         if user is None:
             raise problems.unauthenticated()
+        if path == ME:
+            return Caller(user)
         if path.startswith("/v1/ops"):
             if not await self.directory.is_operator(user):
                 raise problems.forbidden()
@@ -119,6 +123,10 @@ class Gate:
         if member is None:
             raise problems.not_found("no such organisation among yours")
         return Caller(user, member)
+
+
+def _guarded(path: str) -> bool:
+    return path.startswith(("/v1/orgs/", "/v1/ops/")) or path in ("/v1/ops", ME)
 
 
 def _too_large() -> problems.Problem:

@@ -5,13 +5,16 @@ dicts (validating our own answers again on every request would only cost time)."
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from google.protobuf.timestamp_pb2 import Timestamp
 from liftfit.access.v1 import access_pb2
 from liftfit.booking.v1 import booking_pb2
 from liftfit.payment.v1 import payment_pb2
 from pydantic import BaseModel
+
+if TYPE_CHECKING:  # the directory reads rfc3339 from here
+    from gateway_bff.store.directory import Member as DirectoryMember
 
 
 class Money(BaseModel):
@@ -119,6 +122,12 @@ class Member(BaseModel):
     created_at: str
 
 
+class Me(BaseModel):
+    user: str
+    operator: bool
+    memberships: list[Member]
+
+
 class ProblemBody(BaseModel):
     type: str
     title: str
@@ -139,6 +148,17 @@ def moment(stamp: Timestamp) -> str | None:
     if not stamp.seconds and not stamp.nanos:
         return None
     return rfc3339(stamp.ToDatetime(tzinfo=UTC))
+
+
+def member(m: DirectoryMember) -> dict[str, Any]:
+    return {
+        "org_id": m.org_id,
+        "user": m.user,
+        "role": m.role,
+        "email": m.email,
+        "locale": m.locale,
+        "created_at": rfc3339(m.created_at),
+    }
 
 
 def money(value: Any) -> dict[str, Any]:

@@ -117,15 +117,7 @@ async def add_member(org_id: str, body: bodies.NewMember, request: Request) -> J
         member = await parts_of(request).directory.put_member(new, _who(request))
     except UnknownOrg:
         raise not_found("no such organisation") from None
-    shown = {
-        "org_id": member.org_id,
-        "user": member.user,
-        "role": member.role,
-        "email": member.email,
-        "locale": member.locale,
-        "created_at": rfc3339(member.created_at),
-    }
-    return JSONResponse(shown, status_code=201)
+    return JSONResponse(resources.member(member), status_code=201)
 
 
 @router.post(

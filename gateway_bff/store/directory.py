@@ -41,6 +41,7 @@ class Member:
 
 
 MEMBERSHIP_TTL_S = 5.0
+MAX_MEMBERSHIPS_SHOWN = 100
 K = TypeVar("K")
 V = TypeVar("V")
 
@@ -99,6 +100,14 @@ class Directory:
         member = _member(row._mapping)
         self._members.put((org_id, user), member)
         return member
+
+    async def memberships_of(self, user: str) -> list[Member]:
+        """The user's memberships, the oldest first (its locale is the user's default)."""
+        m = orm.members.c
+        query = select(orm.members).where(m.user_name == user).order_by(m.created_at, m.org_id)
+        async with self._sessions() as session:
+            rows = (await session.execute(query.limit(MAX_MEMBERSHIPS_SHOWN))).all()
+        return [_member(row._mapping) for row in rows]
 
     async def is_operator(self, user: str) -> bool:
         if self._operators.get(user):

@@ -58,10 +58,10 @@ class Api:
             kwargs["json"] = body
         return await self.http.request(method, path, headers=headers, **kwargs)
 
-    async def studio(self, slots: int = 3, hours_ahead: int = 1) -> Studio:
-        space = await self.call(
-            "POST", "/v1/ops/spaces", OPS, {"name": "Studio", "timezone": "UTC"}
-        )
+    async def studio(
+        self, slots: int = 3, hours_ahead: int = 1, timezone: str = "UTC", name: str = "Studio"
+    ) -> Studio:
+        space = await self.call("POST", "/v1/ops/spaces", OPS, {"name": name, "timezone": timezone})
         assert space.status_code == 201, space.text
         space_id = space.json()["space_id"]
         # Whole hours from the next one on, spaced apart: slots of one studio never overlap.

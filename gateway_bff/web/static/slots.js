@@ -1,0 +1,165 @@
+// A studio's slots by day, in the studio's local time: GET /v1/spaces for its name and
+// time zone, GET /v1/spaces/{id}/slots for the day's slots with their state and price.
+import { bookByCard } from "./checkout.js";
+import { ApiProblem, api, clearProblem, identity, lang, showProblem, texts } from "./web.js";
+
+const section = document.querySelector("[data-space]");
+const spaceId = section.dataset.space;
+const dayInput = document.getElementById("day");
+const table = document.querySelector("[data-slots]");
+const DAY_MS = 24 * 60 * 60 * 1000;
+let studio = null;
+let orgId = null; // the organisation the signed-in member books for: their oldest
+let shown = 0; // the newest load wins when days change faster than answers come
+
+// The calendar day (YYYY-MM-DD) of an instant at the studio.
+function localDay(instant) {
+  return new Intl.DateTimeFormat("en-CA", {
+    timeZone: studio.timezone, year: "numeric", month: "2-digit", day: "2-digit",
+  }).format(instant);
+}
+
+function localTime(instant) {
+  return new Intl.DateTimeFormat(lang, {
+    timeZone: studio.timezone, hour: "2-digit", minute: "2-digit", hourCycle: "h23",
+  }).format(instant);
+}
+
+function money(price) {
+  const format = new Intl.NumberFormat(lang, { style: "currency", currency: price.currency });
+  const digits = format.resolvedOptions().maximumFractionDigits;
+  return format.format(price.amount / 10 ** digits);
+}
+
+function shiftDay(day, days) {
+  return new Date(Date.parse(`${day}T00:00:00Z`) + days * DAY_MS).toISOString().slice(0, 10);
+}
+
+function slotRow(slot) {
+  const row = document.createElement("tr");
+  row.dataset.slot = slot.slot_id;
+  const when = document.createElement("td");
+  const starts = new Date(slot.starts_at);
+  const ends = new Date(slot.ends_at);
+  when.textContent = `${localTime(starts)}–${localTime(ends)}`;
+  const state = document.createElement("td");
+  const badge = document.createElement("span");
+  badge.className = `state state-${slot.state}`;
+  badge.dataset.state = slot.state;
+  badge.textContent = texts[`state_${slot.state}`] || slot.state;
+  state.append(badge);
+  const price = document.createElement("td");
+  price.textContent = money(slot.price);
+  const action = document.createElement("td");
+  if (orgId && slot.state === "available") action.append(bookButton(slot));
+  row.append(when, state, price, action);
+  return row;
+}
+
+function bookButton(slot) {
+  const button = document.createElement("button");
+  button.type = "button";
+  button.textContent = texts.book_by_card;
+  button.addEventListener("click", () => book(slot, button));
+  return button;
+}
+
+async function book(slot, button) {
+  // Disabled at once: a second click of a double click never reaches the handler.
+  button.disabled = true;
+  clearProblem();
+  const status = document.querySelector("[data-booking-status]");
+  status.textContent = texts.preparing_payment;
+  try {
+    const payAt = await bookByCard(orgId, slot.slot_id);
+    if (payAt) {
+      location.assign(payAt);
+      return;
+    }
+    status.textContent = texts.payment_not_ready;
+  } catch (error) {
+    status.textContent = "";
+    showProblem(error);
+    if (error instanceof ApiProblem && error.code === "slot_unavailable") showDay(dayInput.value);
+  }
+  button.disabled = false;
+}
+
+async function findOrganisation() {
+  if (!identity()) return;
+  try {
+    const me = await api("/v1/me");
+    orgId = me.memberships.length ? me.memberships[0].org_id : null;
+  } catch {
+    orgId = null; // not signed in as anyone the API knows: the slots are shown, not bookable
+  }
+}
+
+async function showDay(day) {
+  const load = ++shown;
+  history.replaceState(null, "", `?day=${day}`);
+  clearProblem();
+  document.querySelector("[data-loading]").hidden = false;
+  // A day at the studio lies within the UTC days around it, whatever its offset.
+  const from = `${shiftDay(day, -1)}T00:00:00Z`;
+  const to = `${shiftDay(day, 2)}T00:00:00Z`;
+  try {
+    const query = new URLSearchParams({ from, to });
+    const slots = await api(`/v1/spaces/${encodeURIComponent(spaceId)}/slots?${query}`);
+    if (load !== shown) return;
+    const ofDay = slots
+      .filter((slot) => localDay(new Date(slot.starts_at)) === day)
+      .sort((a, b) => Date.parse(a.starts_at) - Date.parse(b.starts_at));
+    table.tBodies[0].replaceChildren(...ofDay.map(slotRow));
+    table.hidden = ofDay.length === 0;
+    document.querySelector("[data-empty]").hidden = ofDay.length > 0;
+  } catch (error) {
+    if (load === shown) showProblem(error);
+  } finally {
+    if (load === shown) document.querySelector("[data-loading]").hidden = true;
+  }
+}
+
+function tickClock() {
+  const clock = document.querySelector("[data-studio-clock]");
+  const now = new Date();
+  clock.dateTime = now.toISOString();
+  clock.textContent = localTime(now);
+}
+
+function chosenDay() {
+  const asked = new URLSearchParams(location.search).get("day");
+  return asked && /^\d{4}-\d{2}-\d{2}$/.test(asked) && !Number.isNaN(Date.parse(asked))
+    ? asked
+    : localDay(new Date());
+}
+
+async function start() {
+  try {
+    const spaces = await api("/v1/spaces");
+    studio = spaces.find((space) => space.space_id === spaceId);
+    if (!studio) throw new ApiProblem("not_found", 404);
+  } catch (error) {
+    document.querySelector("[data-loading]").hidden = true;
+    showProblem(error);
+    return;
+  }
+  await findOrganisation();
+  document.querySelector("[data-studio-name]").textContent = studio.name;
+  document.querySelector("[data-studio-zone]").textContent = `(${studio.timezone})`;
+  tickClock();
+  setInterval(tickClock, 30000);
+  dayInput.value = chosenDay();
+  dayInput.addEventListener("change", () => {
+    if (dayInput.value) showDay(dayInput.value);
+  });
+  document.querySelectorAll("[data-day-step]").forEach((button) => {
+    button.addEventListener("click", () => {
+      dayInput.value = shiftDay(dayInput.value || chosenDay(), Number(button.dataset.dayStep));
+      showDay(dayInput.value);
+    });
+  });
+  await showDay(dayInput.value);
+}
+
+start();
