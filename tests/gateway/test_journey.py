@@ -114,6 +114,7 @@ async def test_a_member_books_by_card_pays_gets_a_pin_cancels_is_refunded_and_bo
     assert order.status_code == 201, order.text
     order_id = order.json()["order_id"]
     assert order.json()["price"] == plan["price"]
+    assert isinstance(order.json()["created_at"], str), order.text
 
     async def order_checkout() -> str | None:
         found = await api.call("GET", f"/v1/orgs/{org.org_id}/orders/{order_id}", org.owner)

@@ -65,6 +65,9 @@ async def test_the_same_key_three_times_gives_one_order_and_one_amount(harness: 
     assert {r.order.price.amount for r in replies} == {99000}
     assert [r.replayed for r in replies] == [False, True, True]
     assert len({r.order.payment.payment_id for r in replies}) == 1
+    # The first answer too carries the time the order was stored, as every replay does.
+    assert all(r.order.HasField("created_at") for r in replies)
+    assert len({r.order.created_at.ToDatetime() for r in replies}) == 1
 
 
 async def test_the_same_key_with_another_plan_version_is_a_conflict_and_changes_nothing(

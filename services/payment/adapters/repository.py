@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -210,9 +211,12 @@ class OrderRepository:
         found = (await self._session.execute(query)).scalar_one_or_none()
         return found if isinstance(found, uuid.UUID) else None
 
-    async def add(self, order: Order, user: str) -> None:
-        await self._session.execute(
-            self._tables.orders.insert().values(
+    async def add(self, order: Order, user: str) -> Order:
+        """Stores a new order and answers it as stored: the database gives its created_at,
+        which the CreateOrder answer carries (the contract has no order without one)."""
+        stored = await self._session.execute(
+            self._tables.orders.insert()
+            .values(
                 order_id=order.order_id,
                 org_id=order.org_id,
                 user=user,
@@ -225,7 +229,9 @@ class OrderRepository:
                 entries=order.entries,
                 period_days=order.period_days,
             )
+            .returning(self._tables.orders.c.created_at)
         )
+        return replace(order, created_at=stored.scalar_one())
 
     async def get(self, order_id: uuid.UUID) -> Order | None:
         query = select(self._tables.orders).where(self._tables.orders.c.order_id == order_id)

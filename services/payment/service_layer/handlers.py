@@ -105,8 +105,7 @@ async def _new_order(uow: UnitOfWork, command: CreateOrder, order_id: uuid.UUID)
         entries=plan.entries,
         period_days=plan.period_days,
     )
-    await uow.orders.add(order, command.user)
-    return order
+    return await uow.orders.add(order, command.user)
 
 
 async def _open_order_payment(uow: UnitOfWork, order: Order, contact: Contact) -> Payment:
