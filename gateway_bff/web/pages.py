@@ -21,6 +21,7 @@ from fastapi.templating import Jinja2Templates
 from gateway_bff.identity import DevAuthenticator
 from gateway_bff.parts import known_id, parts_of
 from gateway_bff.problems import not_found
+from gateway_bff.web import console, errors
 from gateway_bff.web.messages import DEFAULT_LANGUAGE, PROBLEMS, TEXTS, Language
 
 HERE = Path(__file__).parent
@@ -39,7 +40,9 @@ _templates = Jinja2Templates(directory=HERE / "templates")
 def mount(app: FastAPI) -> None:
     """The assets first: /web/assets/... would otherwise read as a page in language 'assets'."""
     app.mount("/web/assets", StaticFiles(directory=HERE / "static"), name="web-assets")
+    app.include_router(console.router)
     app.include_router(router)
+    errors.install(app)
 
 
 @router.get("")

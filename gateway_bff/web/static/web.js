@@ -72,10 +72,35 @@ export function clearProblem() {
 
 function showIdentity() {
   const who = identity();
-  document.querySelector("[data-signed-in]").hidden = !who;
+  document.querySelectorAll("[data-signed-in]").forEach((item) => {
+    item.hidden = !who;
+  });
   document.querySelector("[data-signed-out]").hidden = Boolean(who);
   document.querySelector("[data-user]").textContent =
     who && who.kind === "dev" ? who.value : who ? "token" : "";
+  showConsoleLink(who);
+}
+
+// Who the API says the signed-in user is (GET /v1/me), asked once per page.
+let me = null;
+export function whoAmI() {
+  if (!me) me = api("/v1/me");
+  return me;
+}
+
+// The console's link only for operators; the console itself is guarded by the API (403).
+async function showConsoleLink(who) {
+  const link = document.querySelector("[data-operator]");
+  link.hidden = true;
+  if (!who) {
+    me = null;
+    return;
+  }
+  try {
+    link.hidden = !(await whoAmI()).operator;
+  } catch {
+    link.hidden = true;
+  }
 }
 
 // The language the page remembers for /web: the one last chosen, else the member's own.
