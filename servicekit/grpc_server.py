@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import grpc
@@ -34,6 +34,7 @@ from servicekit.errors import (
     status_for,
 )
 from servicekit.faults import Fault, classify
+from servicekit.grpc_wrapping import Behaviour, UnaryWrapper
 from servicekit.metrics.grpc_requests import RequestMetrics
 from servicekit.refusals import Refusal
 
@@ -43,7 +44,7 @@ Registration = Callable[[grpc.aio.Server], None]
 MAX_DETAIL = 300
 
 
-class GuardedServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
+class GuardedServerInterceptor(UnaryWrapper):
     """Answers a domain refusal with its rich status (see servicekit.errors) and any other
     exception with a clean one, noting either on the call's server span.
 
@@ -55,27 +56,11 @@ class GuardedServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type
     def __init__(
         self, error_domain: str = "liftfit", domains: Mapping[str, str] | None = None
     ) -> None:
+        super().__init__()
         self._domain = error_domain
         self._domains = dict(domains or {})
-        # Each method's guarded handler, built once: the server asks at every call.
-        self._guarded: dict[str, tuple[Any, Any]] = {}
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
-        details: grpc.HandlerCallDetails,
-    ) -> Any:
-        handler = await continuation(details)
-        if handler is None or handler.unary_unary is None:
-            return handler
-        built = self._guarded.get(details.method)
-        if built is None or built[0] is not handler:
-            built = self._guarded[details.method] = (handler, self._guard(details, handler))
-        return built[1]
-
-    def _guard(self, details: grpc.HandlerCallDetails, handler: Any) -> Any:
-        inner = handler.unary_unary
-        method = details.method
+    def wrap(self, method: str, inner: Behaviour) -> Behaviour:
         # "/liftfit.ops.v1.OperationsService/ListOutbox": the service is between the slashes.
         domain = self._domains.get(method.split("/")[1] if "/" in method else "", self._domain)
 
@@ -98,11 +83,7 @@ class GuardedServerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type
                     span.set_status(Status(StatusCode.ERROR, type(error).__name__))
                     await _answer_unexpected(context, method, error, domain)
 
-        return grpc.unary_unary_rpc_method_handler(
-            guarded,
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
+        return guarded
 
 
 async def _answer_unexpected(
