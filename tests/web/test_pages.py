@@ -103,7 +103,8 @@ async def test_a_double_click_on_book_books_once_and_leads_to_the_card_payment_p
 
     keys: list[str] = []
     page.on("request", lambda r: keys.append(r.headers.get("idempotency-key", "")))
-    book = page.locator(f"tr[data-slot='{studio.slot(0)}']").get_by_role("button")
+    row = page.locator(f"tr[data-slot='{studio.slot(0)}']")
+    book = row.get_by_role("button", name=BOOK["en"])
     await expect(book).to_have_text(BOOK["en"])
     await book.dblclick()
     await page.wait_for_url(lambda url: "/web/" not in url)
