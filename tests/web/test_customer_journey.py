@@ -348,3 +348,22 @@ async def _checked(page: Page, name: str) -> list[dict[str, Any]]:
         await expect(loading).to_be_hidden()
     await screenshot(page, name)
     return await blocking_violations(page)
+
+
+async def test_a_member_of_two_organisations_chooses_one_and_the_pages_remember_it(
+    page: Page, api: Api
+) -> None:
+    user = f"user-{uuid.uuid4().hex[:8]}"
+    await api.org(user)  # the oldest membership, chosen until the member chooses
+    second = await api.org(user)
+    studio = await api.studio(slots=1, timezone="Europe/Prague")
+    booked = await api.book(second, studio.slot(0))
+    assert booked.status_code == 201, booked.text
+    await _sign_in(page, "en", user)
+
+    await page.goto("/web/en/bookings")
+    await expect(page.get_by_text("Your organisation has no booking yet.")).to_be_visible()
+    await page.get_by_label("Organisation").select_option(second.org_id)
+    await expect(_card(page, booked.json()["booking_id"])).to_be_visible()
+    await page.goto("/web/en/passes")  # another page: the same organisation
+    await expect(page.get_by_label("Organisation")).to_have_value(second.org_id)
