@@ -196,6 +196,10 @@ async def test_a_double_click_a_lost_answer_and_a_reload_during_checkout_leave_o
     bookings = await _bookings(api, org)
     assert [b["slot"]["slot_id"] for b in bookings] == [studio.slot(0)]
     assert bookings[0]["payment"]["checkout_url"] == checkout == page.url
+    # Left half-way, the checkout goes on from my bookings, on the same payment.
+    await page.goto("/web/en/bookings")
+    pay = _card(page, bookings[0]["booking_id"]).get_by_role("link", name="Pay by card")
+    await expect(pay).to_have_attribute("href", checkout)
 
 
 async def _pass_plan(api: Api) -> dict[str, Any]:

@@ -69,6 +69,17 @@ function studioTitle(booking) {
   return studio ? `${studio.name}, ${span}` : span;
 }
 
+// The card sandbox's page for a checkout left half-way (a reload, a closed tab); only a
+// web address, never a script.
+function safeUrl(address) {
+  try {
+    const url = new URL(address || "");
+    return ["http:", "https:"].includes(url.protocol) ? url.href : null;
+  } catch {
+    return null;
+  }
+}
+
 function show(card) {
   const { booking, parts } = card;
   card.element.dataset.state = booking.state;
@@ -82,6 +93,9 @@ function show(card) {
   const active = booking.access?.state === "active";
   parts.pinButton.hidden = !active;
   if (!active) parts.pin.hidden = true;
+  const payAt = safeUrl(booking.payment?.checkout_url);
+  parts.pay.hidden = !(booking.state === "pending" && payAt);
+  if (payAt) parts.pay.href = payAt;
   parts.cancelButton.hidden = !["pending", "confirmed"].includes(booking.state);
   parts.moveButton.hidden = booking.state !== "confirmed";
   if (parts.cancelButton.hidden) parts.confirm.hidden = true;
@@ -124,6 +138,7 @@ async function cancel(card, yes) {
     card.parts.confirm.hidden = true;
     show(card);
     card.parts.said.textContent = cancelledWords(card.booking);
+    card.parts.said.focus(); // the button pressed is gone: the outcome takes the focus
     follow();
   } catch (error) {
     showProblem(error);
@@ -185,6 +200,7 @@ async function move(card, confirm) {
     card.parts.move.hidden = true;
     show(card);
     card.parts.said.textContent = texts.moved.replace("{when}", studioTitle(card.booking));
+    card.parts.said.focus();
     follow();
   } catch (error) {
     showProblem(error);
@@ -237,13 +253,14 @@ function newCard(booking) {
   parts.pinButton = button(texts.show_pin, "pin", () => showPin(card));
   parts.moveButton = button(texts.reschedule, "move", () => chooseSlot(card), true);
   parts.cancelButton = button(texts.cancel, "cancel", () => askToCancel(card), true);
-  actions.append(parts.pinButton, parts.moveButton, parts.cancelButton);
+  parts.pay = element("a", { class: "button", "data-action": "pay" }, texts.pay_now);
+  actions.append(parts.pay, parts.pinButton, parts.moveButton, parts.cancelButton);
   parts.pin = element("p", { class: "pin", role: "status", "data-pin": "" });
   parts.pin.hidden = true;
   const { box, question } = confirmBox(card, id);
   const chooser = moveBox(card, id);
   Object.assign(parts, { confirm: box, question, move: chooser.box, select: chooser.select });
-  parts.said = element("p", { class: "outcome", role: "status", "data-said": "" });
+  parts.said = element("p", { class: "outcome", role: "status", "data-said": "", tabindex: "-1" });
   card.parts = parts;
   card.element.append(title, dl, actions, parts.pin, box, chooser.box, parts.said);
   return card;
