@@ -21,7 +21,7 @@ from tests.gateway.api import OPS, Api, Org, Studio, new_key
 from tests.support.platform import Platform
 from tests.support.waiting import eventually
 from tests.web.conftest import blocking_violations, screenshot
-from tests.web.test_pages import _first_day, _local, _sign_in
+from tests.web.test_pages import _a_member_on_a_studios_first_day, _first_day, _local, _sign_in
 
 WAIT_S = 30.0
 EN_DASH = "\u2013"
@@ -162,11 +162,7 @@ async def test_a_customer_books_by_card_gets_the_pin_cancels_and_the_slot_reopen
 async def test_a_double_click_a_lost_answer_and_a_reload_during_checkout_leave_one_booking(
     page: Page, api: Api
 ) -> None:
-    studio = await api.studio(slots=2, timezone="Europe/Prague")
-    org = await api.org()
-    day, _ = _first_day(studio)
-    await _sign_in(page, "en", org.owner)
-    await page.goto(f"/web/en/spaces/{studio.space_id}?day={day}")
+    studio, org = await _a_member_on_a_studios_first_day(page, api)
 
     keys: list[str] = []
     lost: list[str] = []
@@ -224,12 +220,9 @@ def _plan_item(page: Page, plan: dict[str, Any]) -> Any:
 async def test_a_member_buys_a_pass_pack_books_with_it_and_moves_the_booking(
     page: Page, api: Api
 ) -> None:
-    studio = await api.studio(slots=3, timezone="Europe/Prague")
-    org = await api.org()
+    studio, org = await _a_member_on_a_studios_first_day(page, api, slots=3)
     plan = await _pass_plan(api)
     day, _ = _first_day(studio)
-    await _sign_in(page, "en", org.owner)
-    await page.goto(f"/web/en/spaces/{studio.space_id}?day={day}")
     with_pass = _slot_row(page, studio.slot(0)).get_by_role("button", name="Book with a pass")
     await with_pass.click()
     await expect(page.get_by_role("alert")).to_have_text(
@@ -338,6 +331,8 @@ async def test_the_customers_pages_have_no_serious_accessibility_violation(
     await card.get_by_role("button", name=words[1]).click()
     await expect(card.get_by_role("button", name=words[2])).to_be_visible()
     found["bookings-cancel"] = await _checked(page, f"bookings-cancel-{lang}")
+    await page.set_viewport_size({"width": 390, "height": 844})  # a phone
+    found["bookings-phone"] = await _checked(page, f"bookings-phone-{lang}")
 
     await page.goto(f"/web/{lang}/passes")
     await expect(page.locator("[data-balance]")).to_have_text("9")

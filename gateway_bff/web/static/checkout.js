@@ -1,7 +1,7 @@
 // Checkout: a booking by card or by pass, and an order of a pass pack, each one intent with
 // one Idempotency-Key (intent.js). A card payment is created asynchronously: once it has a
 // checkout_url, the customer goes to its hosted page to pay.
-import { api } from "./web.js";
+import { api, texts } from "./web.js";
 import { forgetIntent, postIntent } from "./intent.js";
 
 const WAIT_MS = 500;
@@ -44,4 +44,15 @@ export async function buyPlan(orgId, plan) {
   const order = await postIntent(`/v1/orgs/${orgId}/orders`, body, intent);
   if (order.payment && order.payment.checkout_url) return order.payment.checkout_url;
   return checkoutUrl(`/v1/orgs/${orgId}/orders/${order.order_id}`);
+}
+
+// To the card sandbox's page once the payment is there (true: the page is leaving); else
+// the status says it is not ready yet.
+export function goToPayment(payAt, status) {
+  if (payAt) {
+    location.assign(payAt);
+    return true;
+  }
+  status.textContent = texts.payment_not_ready;
+  return false;
 }

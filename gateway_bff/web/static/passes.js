@@ -1,7 +1,7 @@
 // Passes: the chosen organisation's balance and its ledger (each change with its reason in
 // words), and buying a pass pack: an order of a `pass` plan, paid on the card sandbox's page;
 // the return page follows it, and the balance here grows once it is paid.
-import { buyPlan } from "./checkout.js";
+import { buyPlan, goToPayment } from "./checkout.js";
 import { money, momentAt } from "./format.js";
 import { orgPicker } from "./org.js";
 import { ApiProblem, api, clearProblem, identity, showProblem, texts } from "./web.js";
@@ -40,12 +40,7 @@ async function buy(plan, button) {
   const status = document.querySelector("[data-order-status]");
   status.textContent = texts.preparing_payment;
   try {
-    const payAt = await buyPlan(orgId, plan);
-    if (payAt) {
-      location.assign(payAt);
-      return;
-    }
-    status.textContent = texts.payment_not_ready;
+    if (goToPayment(await buyPlan(orgId, plan), status)) return;
   } catch (error) {
     status.textContent = "";
     showProblem(error);

@@ -1,6 +1,6 @@
 // A studio's slots by day, in the studio's local time: GET /v1/spaces for its name and
 // time zone, GET /v1/spaces/{id}/slots for the day's slots with their state and price.
-import { bookByCard, bookByPass } from "./checkout.js";
+import { bookByCard, bookByPass, goToPayment } from "./checkout.js";
 import { clockAt, money } from "./format.js";
 import { orgPicker } from "./org.js";
 import { ApiProblem, api, clearProblem, identity, showProblem, texts } from "./web.js";
@@ -76,12 +76,7 @@ async function book(slot, mode, button) {
       await showDay(dayInput.value);
       return;
     }
-    const payAt = await bookByCard(orgId, slot.slot_id);
-    if (payAt) {
-      location.assign(payAt);
-      return;
-    }
-    status.textContent = texts.payment_not_ready;
+    if (goToPayment(await bookByCard(orgId, slot.slot_id), status)) return;
   } catch (error) {
     status.textContent = "";
     // The day again first (it clears old problems), then this problem.
