@@ -24,6 +24,7 @@ class Money(BaseModel):
 
 class SlotRef(BaseModel):
     slot_id: str
+    space_id: str
     starts_at: str
     ends_at: str
 
@@ -177,6 +178,7 @@ def booking(
         "state": b.state,
         "slot": {
             "slot_id": b.slot.slot_id,
+            "space_id": b.slot.space_id,
             "starts_at": moment(b.slot.starts_at),
             "ends_at": moment(b.slot.ends_at),
         },

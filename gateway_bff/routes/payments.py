@@ -5,24 +5,23 @@ cannot use: a body over 64 KiB is refused as soon as its length is known, and th
 go with the signature header, untouched, to the payment service, which verifies them and
 re-reads the payment from the card gateway before any state changes. At most 64 are handled
 at once; beyond that the card gateway is told to send again (503).
-The return page only reads: it shows the payment's state and never changes it.
+The return page only reads: it is the web's page that follows the payment (see web/pages.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import html
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from liftfit.payment.v1 import payment_pb2 as ppb
 from starlette.requests import ClientDisconnect
 
 from gateway_bff.docs import ANSWERS
 from gateway_bff.parts import parts_of
 from gateway_bff.problems import Problem
-from servicekit.validation import is_canonical_uuid
+from gateway_bff.web import pages
 
 router = APIRouter(prefix="/v1/payments", tags=["payments"])
 MAX_BODY = 64 * 1024
@@ -75,40 +74,9 @@ async def receive_notification(request: Request) -> JSONResponse:
 )
 async def return_page(
     request: Request, payment_id: Annotated[str | None, Query()] = None
-) -> HTMLResponse:
-    state = await _state_of(request, payment_id) if payment_id else None
-    return HTMLResponse(_page(state))
-
-
-async def _state_of(request: Request, payment_id: str) -> str | None:
-    if not is_canonical_uuid(payment_id):
-        return None
-    services = parts_of(request).services
-    try:
-        found = await services["payment"].read(
-            services.payment.GetPayment, ppb.GetPaymentRequest(payment_id=payment_id)
-        )
-    except Problem:
-        return None  # not known, or not answering: the page says it does not know yet
-    return found.state
-
-
-_SAY = {
-    "paid": "Thank you: the payment has arrived.",
-    "pending": "We are waiting for the card gateway to confirm the payment.",
-    "failed": "The payment did not go through.",
-    "expired": "The payment's time ran out.",
-    "cancelled": "The payment was cancelled.",
-}
-
-
-def _page(state: str | None) -> str:
-    said = _SAY.get(state or "", "We do not know the payment's state yet; look at your booking.")
-    return (
-        "<!doctype html><html><head><meta charset='utf-8'><title>LIFT &amp; FIT payment</title>"
-        f"</head><body><h1>Payment</h1><p data-state='{html.escape(state or 'unknown')}'>"
-        f"{html.escape(said)}</p></body></html>"
-    )
+) -> Response:
+    # The web's own page, in the language the customer's pages last used.
+    return await pages.payment_return_page(request, pages.preferred_language(request), payment_id)
 
 
 async def _bounded_body(request: Request) -> bytes:

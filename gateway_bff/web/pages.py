@@ -11,18 +11,20 @@ remembered (a cookie the switch sets), else the browser's, else Czech.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, FastAPI, Query, Request
 from fastapi.responses import RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from liftfit.payment.v1 import payment_pb2 as ppb
 
 from gateway_bff.identity import DevAuthenticator
 from gateway_bff.parts import known_id, parts_of
-from gateway_bff.problems import not_found
+from gateway_bff.problems import Problem, not_found
 from gateway_bff.web import console, errors
 from gateway_bff.web.messages import DEFAULT_LANGUAGE, PROBLEMS, TEXTS, Language
+from servicekit.validation import is_canonical_uuid
 
 HERE = Path(__file__).parent
 LANGUAGE_COOKIE = "liftfit_lang"
@@ -47,7 +49,7 @@ def mount(app: FastAPI) -> None:
 
 @router.get("")
 async def choose_language(request: Request) -> RedirectResponse:
-    return RedirectResponse(f"/web/{_preferred(request)}/", status_code=303)
+    return RedirectResponse(f"/web/{preferred_language(request)}/", status_code=303)
 
 
 @router.get("/{lang}/")
@@ -67,6 +69,57 @@ async def slots(request: Request, lang: str, space_id: str) -> Response:
     return _render(request, _language(lang), "slots.html", "slots_title", space_id=space_id)
 
 
+@router.get("/{lang}/bookings")
+async def my_bookings(request: Request, lang: str) -> Response:
+    return _render(request, _language(lang), "bookings.html", "bookings_title")
+
+
+@router.get("/{lang}/passes")
+async def passes(request: Request, lang: str) -> Response:
+    return _render(request, _language(lang), "passes.html", "passes_title")
+
+
+@router.get("/{lang}/payments/return")
+async def payment_return(
+    request: Request, lang: str, payment_id: Annotated[str | None, Query()] = None
+) -> Response:
+    return await payment_return_page(request, _language(lang), payment_id)
+
+
+async def payment_return_page(request: Request, lang: Language, payment_id: str | None) -> Response:
+    """Where the card sandbox sends the customer back. It only reads: the payment's state as
+    the payment service has it, and what it pays for (a booking or an order), which the
+    browser then follows through the API as the signed-in member until it is settled."""
+    payment = await _payment(request, payment_id or "")
+    return _render(
+        request,
+        lang,
+        "return.html",
+        "return_title",
+        state=payment.state if payment else "unknown",
+        booking_id=payment.booking_id if payment else "",
+        order_id=payment.order_id if payment else "",
+        other_url=f"/web/{_other(lang)}/payments/return",
+    )
+
+
+async def _payment(request: Request, payment_id: str) -> ppb.Payment | None:
+    if not is_canonical_uuid(payment_id):
+        return None
+    services = parts_of(request).services
+    try:
+        found: ppb.Payment = await services["payment"].read(
+            services.payment.GetPayment, ppb.GetPaymentRequest(payment_id=payment_id)
+        )
+    except Problem:
+        return None  # not known, or not answering: the page says it does not know yet
+    return found
+
+
+def _other(lang: Language) -> Language:
+    return Language.EN if lang is Language.CS else Language.CS
+
+
 def _language(lang: str) -> Language:
     if lang not in tuple(Language):
         raise not_found("no such language")
@@ -75,7 +128,7 @@ def _language(lang: str) -> Language:
 
 def _render(request: Request, lang: Language, template: str, title: str, **extra: Any) -> Response:
     texts = TEXTS[lang]
-    other = Language.EN if lang is Language.CS else Language.CS
+    other = _other(lang)
     page = request.url.path.removeprefix(f"/web/{lang}")
     context = {
         "lang": lang.value,
@@ -91,7 +144,7 @@ def _render(request: Request, lang: Language, template: str, title: str, **extra
     return response
 
 
-def _preferred(request: Request) -> Language:
+def preferred_language(request: Request) -> Language:
     remembered = request.cookies.get(LANGUAGE_COOKIE, "")
     if remembered in tuple(Language):
         return Language(remembered)

@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from playwright.async_api import Page, expect
 
-from tests.gateway.api import OPS, Api, Studio
+from tests.gateway.api import OPS, Api, Org, Studio
 from tests.web.conftest import blocking_violations, screenshot
 
 PRAGUE = ZoneInfo("Europe/Prague")
@@ -39,6 +39,18 @@ async def _sign_in(page: Page, lang: str, user: str, lands_in: str | None = None
     await page.get_by_role("button", name="Sign in" if lang == "en" else "Přihlásit se").click()
     await expect(page).to_have_url(f"/web/{lands_in or lang}/")
     await expect(page.locator("[data-user]")).to_have_text(user)
+
+
+async def _a_member_on_a_studios_first_day(
+    page: Page, api: Api, slots: int = 2
+) -> tuple[Studio, Org]:
+    """A new organisation's owner, signed in, on a new studio's slots page (in English)."""
+    studio = await api.studio(slots=slots, timezone="Europe/Prague")
+    org = await api.org()
+    day, _ = _first_day(studio)
+    await _sign_in(page, "en", org.owner)
+    await page.goto(f"/web/en/spaces/{studio.space_id}?day={day}")
+    return studio, org
 
 
 async def _slot_rows_say(page: Page, lang: str, slots: list[dict[str, object]], held: str) -> None:
@@ -95,15 +107,12 @@ async def test_signing_in_opens_the_pages_in_the_members_own_language(page: Page
 async def test_a_double_click_on_book_books_once_and_leads_to_the_card_payment_page(
     page: Page, api: Api
 ) -> None:
-    studio = await api.studio(slots=2, timezone="Europe/Prague")
-    org = await api.org()
-    day, _ = _first_day(studio)
-    await _sign_in(page, "en", org.owner)
-    await page.goto(f"/web/en/spaces/{studio.space_id}?day={day}")
+    studio, org = await _a_member_on_a_studios_first_day(page, api)
 
     keys: list[str] = []
     page.on("request", lambda r: keys.append(r.headers.get("idempotency-key", "")))
-    book = page.locator(f"tr[data-slot='{studio.slot(0)}']").get_by_role("button")
+    row = page.locator(f"tr[data-slot='{studio.slot(0)}']")
+    book = row.get_by_role("button", name=BOOK["en"])
     await expect(book).to_have_text(BOOK["en"])
     await book.dblclick()
     await page.wait_for_url(lambda url: "/web/" not in url)

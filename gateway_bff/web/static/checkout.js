@@ -1,33 +1,19 @@
-// Checkout by card: one Idempotency-Key per intent (a slot), kept for the browser tab, so a
-// double click or a reload during checkout repeats the same request and books once. Once
-// the payment exists, the customer goes to its hosted page to pay.
-import { ApiProblem, api } from "./web.js";
+// Checkout: a booking by card or by pass, and an order of a pass pack, each one intent with
+// one Idempotency-Key (intent.js). A card payment is created asynchronously: once it has a
+// checkout_url, the customer goes to its hosted page to pay.
+import { api, texts } from "./web.js";
+import { forgetIntent, postIntent } from "./intent.js";
 
 const WAIT_MS = 500;
 const WAIT_TRIES = 30; // the payment is created asynchronously, within a second or two
 
-function newKey() {
-  const bytes = crypto.getRandomValues(new Uint8Array(16));
-  return `web-${Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")}`;
-}
+export const bookingIntent = (slotId, mode) => `book:${slotId}:${mode}`;
+export const ORDER_INTENTS = "order:";
 
-function intentKey(slotId) {
-  const name = `liftfit.intent.${slotId}`;
-  const kept = sessionStorage.getItem(name);
-  if (kept) return kept;
-  const made = newKey();
-  sessionStorage.setItem(name, made);
-  return made;
-}
-
-function forgetIntent(slotId) {
-  sessionStorage.removeItem(`liftfit.intent.${slotId}`);
-}
-
-async function checkoutUrl(orgId, bookingId) {
+async function checkoutUrl(path) {
   for (let tried = 0; tried < WAIT_TRIES; tried += 1) {
-    const booking = await api(`/v1/orgs/${orgId}/bookings/${bookingId}`);
-    if (booking.payment && booking.payment.checkout_url) return booking.payment.checkout_url;
+    const found = await api(path);
+    if (found.payment && found.payment.checkout_url) return found.payment.checkout_url;
     await new Promise((resolve) => setTimeout(resolve, WAIT_MS));
   }
   return null;
@@ -35,20 +21,38 @@ async function checkoutUrl(orgId, bookingId) {
 
 // The booking's card payment page, or null when the payment did not appear in time.
 export async function bookByCard(orgId, slotId) {
-  const body = JSON.stringify({ slot_id: slotId, party_size: 1, payment_mode: "card" });
-  let booking;
-  try {
-    booking = await api(`/v1/orgs/${orgId}/bookings`, {
-      method: "POST",
-      body,
-      headers: { "Content-Type": "application/json", "Idempotency-Key": intentKey(slotId) },
-    });
-  } catch (error) {
-    // A refusal is this intent's final answer; a new attempt is a new intent.
-    if (error instanceof ApiProblem && error.status >= 400 && error.status < 500) {
-      forgetIntent(slotId);
-    }
-    throw error;
+  const body = { slot_id: slotId, party_size: 1, payment_mode: "card" };
+  const booking = await postIntent(
+    `/v1/orgs/${orgId}/bookings`, body, bookingIntent(slotId, "card"),
+  );
+  return checkoutUrl(`/v1/orgs/${orgId}/bookings/${booking.booking_id}`);
+}
+
+// A booking paid with one entry of the organisation's pass: confirmed at once.
+export async function bookByPass(orgId, slotId) {
+  const intent = bookingIntent(slotId, "pass");
+  const body = { slot_id: slotId, party_size: 1, payment_mode: "pass" };
+  const booking = await postIntent(`/v1/orgs/${orgId}/bookings`, body, intent);
+  forgetIntent(intent); // done: booking the slot again later is a new intent
+  return booking;
+}
+
+// The order's card payment page, or null when the payment did not appear in time.
+export async function buyPlan(orgId, plan) {
+  const intent = `${ORDER_INTENTS}${plan.plan_code}:${plan.plan_version}`;
+  const body = { plan_code: plan.plan_code, plan_version: plan.plan_version };
+  const order = await postIntent(`/v1/orgs/${orgId}/orders`, body, intent);
+  if (order.payment && order.payment.checkout_url) return order.payment.checkout_url;
+  return checkoutUrl(`/v1/orgs/${orgId}/orders/${order.order_id}`);
+}
+
+// To the card sandbox's page once the payment is there (true: the page is leaving); else
+// the status says it is not ready yet.
+export function goToPayment(payAt, status) {
+  if (payAt) {
+    location.assign(payAt);
+    return true;
   }
-  return checkoutUrl(orgId, booking.booking_id);
+  status.textContent = texts.payment_not_ready;
+  return false;
 }

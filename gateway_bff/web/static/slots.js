@@ -1,7 +1,9 @@
 // A studio's slots by day, in the studio's local time: GET /v1/spaces for its name and
 // time zone, GET /v1/spaces/{id}/slots for the day's slots with their state and price.
-import { bookByCard } from "./checkout.js";
-import { ApiProblem, api, clearProblem, identity, lang, showProblem, texts } from "./web.js";
+import { bookByCard, bookByPass, goToPayment } from "./checkout.js";
+import { clockAt, money } from "./format.js";
+import { orgPicker } from "./org.js";
+import { ApiProblem, api, clearProblem, identity, showProblem, texts } from "./web.js";
 
 const section = document.querySelector("[data-space]");
 const spaceId = section.dataset.space;
@@ -9,7 +11,7 @@ const dayInput = document.getElementById("day");
 const table = document.querySelector("[data-slots]");
 const DAY_MS = 24 * 60 * 60 * 1000;
 let studio = null;
-let orgId = null; // the organisation the signed-in member books for: their oldest
+let orgId = null; // the organisation the signed-in member books for (org.js)
 let shown = 0; // the newest load wins when days change faster than answers come
 
 // The calendar day (YYYY-MM-DD) of an instant at the studio.
@@ -20,15 +22,7 @@ function localDay(instant) {
 }
 
 function localTime(instant) {
-  return new Intl.DateTimeFormat(lang, {
-    timeZone: studio.timezone, hour: "2-digit", minute: "2-digit", hourCycle: "h23",
-  }).format(instant);
-}
-
-function money(price) {
-  const format = new Intl.NumberFormat(lang, { style: "currency", currency: price.currency });
-  const digits = format.resolvedOptions().maximumFractionDigits;
-  return format.format(price.amount / 10 ** digits);
+  return clockAt(instant, studio.timezone);
 }
 
 function shiftDay(day, days) {
@@ -51,36 +45,45 @@ function slotRow(slot) {
   const price = document.createElement("td");
   price.textContent = money(slot.price);
   const action = document.createElement("td");
-  if (orgId && slot.state === "available") action.append(bookButton(slot));
+  if (orgId && slot.state === "available") {
+    action.className = "actions";
+    action.append(bookButton(slot, "card"), bookButton(slot, "pass"));
+  }
   row.append(when, state, price, action);
   return row;
 }
 
-function bookButton(slot) {
+function bookButton(slot, mode) {
   const button = document.createElement("button");
   button.type = "button";
-  button.textContent = texts.book_by_card;
-  button.addEventListener("click", () => book(slot, button));
+  button.dataset.mode = mode;
+  button.textContent = mode === "card" ? texts.book_by_card : texts.book_by_pass;
+  if (mode === "pass") button.className = "secondary";
+  button.addEventListener("click", () => book(slot, mode, button));
   return button;
 }
 
-async function book(slot, button) {
-  // Disabled at once: a second click of a double click never reaches the handler.
+// Disabled at once: a second click of a double click never reaches the handler.
+async function book(slot, mode, button) {
   button.disabled = true;
   clearProblem();
   const status = document.querySelector("[data-booking-status]");
-  status.textContent = texts.preparing_payment;
+  status.textContent = mode === "card" ? texts.preparing_payment : texts.loading;
   try {
-    const payAt = await bookByCard(orgId, slot.slot_id);
-    if (payAt) {
-      location.assign(payAt);
+    if (mode === "pass") {
+      await bookByPass(orgId, slot.slot_id);
+      status.textContent = texts.booked_by_pass;
+      await showDay(dayInput.value);
       return;
     }
-    status.textContent = texts.payment_not_ready;
+    if (goToPayment(await bookByCard(orgId, slot.slot_id), status)) return;
   } catch (error) {
     status.textContent = "";
+    // The day again first (it clears old problems), then this problem.
+    if (error instanceof ApiProblem && error.code === "slot_unavailable") {
+      await showDay(dayInput.value);
+    }
     showProblem(error);
-    if (error instanceof ApiProblem && error.code === "slot_unavailable") showDay(dayInput.value);
   }
   button.disabled = false;
 }
@@ -88,8 +91,9 @@ async function book(slot, button) {
 async function findOrganisation() {
   if (!identity()) return;
   try {
-    const me = await api("/v1/me");
-    orgId = me.memberships.length ? me.memberships[0].org_id : null;
+    orgId = await orgPicker((chosen) => {
+      orgId = chosen;
+    });
   } catch {
     orgId = null; // not signed in as anyone the API knows: the slots are shown, not bookable
   }
