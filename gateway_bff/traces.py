@@ -63,8 +63,17 @@ class _Answer(_Loose):
 class Traces:
     """Jaeger's query API at `base_url`; an empty one means none is configured."""
 
-    def __init__(self, base_url: str, timeout_s: float = 3.0) -> None:
-        self._http = httpx.AsyncClient(base_url=base_url, timeout=timeout_s) if base_url else None
+    def __init__(
+        self,
+        base_url: str,
+        timeout_s: float = 3.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._http = (
+            httpx.AsyncClient(base_url=base_url, timeout=timeout_s, transport=transport)
+            if base_url
+            else None
+        )
 
     async def spans(self, trace_id: str) -> list[dict[str, Any]] | None:
         """The trace's spans, earliest first; None when Jaeger has no such trace."""
