@@ -112,3 +112,12 @@ export function say(where, sentence) {
 export function fields(form) {
   return Object.fromEntries(new FormData(form).entries());
 }
+
+// A select's options, one a value, labelled as `label` says.
+export function choices(select, values, valueOf, label) {
+  select.replaceChildren(...values.map((value) => {
+    const option = element("option", label(value));
+    option.value = valueOf(value);
+    return option;
+  }));
+}

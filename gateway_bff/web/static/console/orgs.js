@@ -1,6 +1,6 @@
 // Organisations with their members (GET /v1/ops/orgs); a new organisation, a member added
 // (or their role and contact changed).
-import { acting, api, element, fields, fill, guarded, post, row, say, texts, when } from "./console.js";
+import { acting, api, choices, element, fields, fill, guarded, post, row, say, texts, when } from "./console.js";
 
 const memberForm = document.querySelector("[data-new-member]");
 
@@ -32,11 +32,7 @@ async function load(pick) {
   const orgs = await api("/v1/ops/orgs");
   document.querySelector("[data-orgs]").replaceChildren(...orgs.map(card));
   document.querySelector("[data-empty]").hidden = orgs.length > 0;
-  memberForm.org_id.replaceChildren(...orgs.map((o) => {
-    const option = element("option", o.name);
-    option.value = o.org_id;
-    return option;
-  }));
+  choices(memberForm.org_id, orgs, (o) => o.org_id, (o) => o.name);
   if (pick) memberForm.org_id.value = pick;
 }
 

@@ -1,7 +1,7 @@
 // Studios and their slots: create a studio, create a slot, close a slot, set its price.
 // Slots are shown for the coming four weeks, in the studio's own time zone.
 import {
-  acting, api, element, fields, fill, guarded, money, post, row, say, stateWord, texts, when,
+  acting, api, choices, element, fields, fill, guarded, money, post, row, say, stateWord, texts, when,
 } from "./console.js";
 
 const chooser = document.querySelector("[data-choose-space]");
@@ -70,11 +70,7 @@ async function loadSlots() {
 
 async function loadSpaces(pick) {
   spaces = await api("/v1/spaces");
-  chooser.space.replaceChildren(...spaces.map((s) => {
-    const option = element("option", `${s.name} (${s.timezone})`);
-    option.value = s.space_id;
-    return option;
-  }));
+  choices(chooser.space, spaces, (s) => s.space_id, (s) => `${s.name} (${s.timezone})`);
   const wanted = pick || new URLSearchParams(location.search).get("space");
   if (spaces.some((s) => s.space_id === wanted)) chooser.space.value = wanted;
   await loadSlots();

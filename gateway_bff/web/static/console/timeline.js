@@ -46,38 +46,30 @@ function serviceCard(name, side, unavailable) {
   return card;
 }
 
-function showRetrySafe(list) {
-  const where = document.querySelector("[data-retry-safe]");
-  if (!list.length) {
-    where.replaceChildren(element("li", texts.nothing_to_retry));
-    return;
-  }
-  where.replaceChildren(...list.map((effect) => {
-    const item = element("li");
-    item.dataset.effect = effect.effect_id;
-    item.append(element("p", `${effect.service} · ${effect.name} · ${effect.effect_id}`));
-    item.append(replayControl(effect.service, effect.effect_id, () => {
-      replayed.add(effect.effect_id);
-      loadAudit(lastTold);
-    }));
-    return item;
-  }));
+// A list of items, or one line saying there is none.
+function listOr(where, items, nothing, build) {
+  const list = document.querySelector(where);
+  list.replaceChildren(...(items.length ? items.map(build) : [element("li", nothing)]));
 }
 
-function showNeedsHuman(list) {
-  const where = document.querySelector("[data-needs-human]");
-  if (!list.length) {
-    where.replaceChildren(element("li", texts.nothing_to_decide));
-    return;
-  }
-  where.replaceChildren(...list.map((need) => {
-    const item = element("li");
-    item.append(element("p", `${need.service} · ${need.kind} · ${need.detail || ""}`));
-    const link = element("a", texts.decide_in_incidents);
-    link.href = `${consoleUrl}/incidents`;
-    item.append(link);
-    return item;
+function retryItem(effect) {
+  const item = element("li");
+  item.dataset.effect = effect.effect_id;
+  item.append(element("p", `${effect.service} · ${effect.name} · ${effect.effect_id}`));
+  item.append(replayControl(effect.service, effect.effect_id, () => {
+    replayed.add(effect.effect_id);
+    loadAudit(lastTold);
   }));
+  return item;
+}
+
+function decisionItem(need) {
+  const item = element("li");
+  item.append(element("p", `${need.service} · ${need.kind} · ${need.detail || ""}`));
+  const link = element("a", texts.decide_in_incidents);
+  link.href = `${consoleUrl}/incidents`;
+  item.append(link);
+  return item;
 }
 
 function summary(told) {
@@ -127,8 +119,8 @@ async function load() {
   document.querySelector("[data-services]").replaceChildren(
     ...SERVICES.map((name) => serviceCard(name, told.services[name], told.unavailable.includes(name))),
   );
-  showRetrySafe(told.retry_safe);
-  showNeedsHuman(told.needs_human);
+  listOr("[data-retry-safe]", told.retry_safe, texts.nothing_to_retry, retryItem);
+  listOr("[data-needs-human]", told.needs_human, texts.nothing_to_decide, decisionItem);
   await Promise.all([loadTrace(told), loadAudit(told)]);
 }
 
