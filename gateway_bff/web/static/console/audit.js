@@ -10,7 +10,7 @@ export function showAudit(entries) {
 }
 
 async function load(subject) {
-  const query = new URLSearchParams({ limit: "200" });
+  const query = new URLSearchParams({ limit: "100" });
   if (subject) query.set("subject", subject);
   showAudit((await api(`/v1/ops/audit?${query}`)).entries);
 }

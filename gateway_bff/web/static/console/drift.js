@@ -33,7 +33,7 @@ async function loadLag() {
 
 async function load() {
   const { findings } = await api("/v1/ops/drift");
-  document.querySelector("[data-findings]").replaceChildren(...findings.slice(0, 200).map(finding));
+  document.querySelector("[data-findings]").replaceChildren(...findings.slice(0, 100).map(finding));
   document.querySelector("[data-empty]").hidden = findings.length > 0;
   await loadLag();
 }

@@ -62,7 +62,7 @@ async function load() {
   const { state } = fields(filter);
   const query = state ? `?${new URLSearchParams({ state })}` : "";
   const { incidents } = await api(`/v1/ops/incidents${query}`);
-  document.querySelector("[data-incidents]").replaceChildren(...incidents.slice(0, 200).map(card));
+  document.querySelector("[data-incidents]").replaceChildren(...incidents.slice(0, 100).map(card));
   document.querySelector("[data-empty]").hidden = incidents.length > 0;
 }
 

@@ -1,5 +1,5 @@
-// Organisations with their members (GET /v1/ops/orgs); a new organisation, a member added
-// (or their role and contact changed).
+// The newest 50 organisations with their members (GET /v1/ops/orgs); a new organisation, a
+// member added (or their role and contact changed).
 import { acting, api, choices, element, fields, fill, guarded, post, row, say, texts, when } from "./console.js";
 
 const memberForm = document.querySelector("[data-new-member]");
@@ -29,7 +29,7 @@ function card(org) {
 }
 
 async function load(pick) {
-  const orgs = await api("/v1/ops/orgs");
+  const orgs = await api("/v1/ops/orgs?limit=50");
   document.querySelector("[data-orgs]").replaceChildren(...orgs.map(card));
   document.querySelector("[data-empty]").hidden = orgs.length > 0;
   choices(memberForm.org_id, orgs, (o) => o.org_id, (o) => o.name);

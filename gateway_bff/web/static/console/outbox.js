@@ -18,7 +18,7 @@ function outboxRow(r) {
 
 async function load() {
   const chosen = fields(form);
-  const query = new URLSearchParams({ limit: "200" });
+  const query = new URLSearchParams({ limit: "100" });
   for (const name of ["service", "state"]) if (chosen[name]) query.set(name, chosen[name]);
   const { rows } = await api(`/v1/ops/outbox?${query}`);
   fill(document.querySelector("[data-rows]"), rows.map(outboxRow), document.querySelector("[data-empty]"));
