@@ -67,6 +67,10 @@ class NewSlots(Body):
     slots: list[NewSlot] = Field(min_length=1, max_length=2000)
 
 
+class NewPrice(Body):
+    price: Money
+
+
 class NewOrg(Body):
     name: StrictStr = Text
 

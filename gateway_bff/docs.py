@@ -21,7 +21,7 @@ _WHY = {
     413: "The body is too large (payload_too_large)",
     422: "The body is not valid (validation_error, with `errors`), or unknown_plan",
     503: "A service, the database or the broker did not answer in time (service_unavailable,"
-    " unavailable): try again",
+    " unavailable, traces_unavailable): try again",
 }
 _PROBLEM = {
     "type": "object",

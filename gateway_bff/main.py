@@ -15,6 +15,7 @@ from gateway_bff.identity import Authenticator
 from gateway_bff.parts import Parts
 from gateway_bff.settings import SERVICES, Settings
 from gateway_bff.store.directory import Directory
+from gateway_bff.traces import Traces
 from gateway_bff.upstream import Services
 from servicekit.db import make_engine, make_session_factory
 from servicekit.lag import ConsumerLag, LagSettings
@@ -39,6 +40,7 @@ def bootstrap(settings: Settings, identity: Authenticator) -> FastAPI:
         identity=identity,
         lag=lag,
         metrics=registry_with(gauges),
+        traces=Traces(settings.traces_url, settings.deadline_s),
     )
 
     @contextlib.asynccontextmanager
@@ -52,6 +54,7 @@ def bootstrap(settings: Settings, identity: Authenticator) -> FastAPI:
             stopping.set()
             await sampler
             await parts.services.close()
+            await parts.traces.aclose()
             await identity.aclose()
             await engine.dispose()
 

@@ -12,6 +12,7 @@ from prometheus_client import CollectorRegistry
 from gateway_bff.identity import Authenticator
 from gateway_bff.problems import Problem, not_found
 from gateway_bff.store.directory import Directory
+from gateway_bff.traces import Traces
 from gateway_bff.upstream import Services
 from servicekit.lag import ConsumerLag
 from servicekit.validation import is_canonical_uuid
@@ -26,6 +27,7 @@ class Parts:
     identity: Authenticator
     lag: ConsumerLag
     metrics: CollectorRegistry  # what /metrics serves
+    traces: Traces  # Jaeger's query API, for the operators' console
 
 
 def parts_of(request: Request) -> Parts:

@@ -123,6 +123,27 @@ class Member(BaseModel):
     created_at: str
 
 
+class OrgWithMembers(Org):
+    members: list[Member]
+
+
+class Span(BaseModel):
+    """One span of a trace, as the console's waterfall draws it (times in microseconds)."""
+
+    span_id: str
+    parent_id: str | None
+    service: str
+    name: str
+    start_us: int
+    duration_us: int
+    error: bool
+
+
+class Trace(BaseModel):
+    trace_id: str
+    spans: list[Span]
+
+
 class Me(BaseModel):
     user: str
     operator: bool

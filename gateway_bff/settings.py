@@ -4,8 +4,9 @@ GATEWAY_ADDRESS (host:port it serves), GATEWAY_DATABASE_URL (its own database: o
 members, operators), the services' gRPC addresses under the names the services themselves
 read (BOOKING_GRPC_ADDRESS, ...), GATEWAY_DEADLINE_MS (how long one call to a service may
 take), GATEWAY_OPERATORS (users given the operator role at start, `ops` in the local run),
-and Kafka's address and topic prefix for the consumer lag it reports. Identity settings are
-read by gateway_bff.identity.
+Kafka's address and topic prefix for the consumer lag it reports, and GATEWAY_TRACES_URL
+(Jaeger's query API, which the operators' console reads traces from; empty: no traces).
+Identity settings are read by gateway_bff.identity.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class Settings:
     deadline_s: float = 3.0
     operators: tuple[str, ...] = ()
     db_pool_size: int = 10
+    traces_url: str = ""
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -42,4 +44,5 @@ class Settings:
             deadline_s=config.integer("GATEWAY_DEADLINE_MS", 3000, minimum=50) / 1000,
             operators=tuple(u.strip() for u in operators.split(",") if u.strip()),
             db_pool_size=config.integer("GATEWAY_DB_POOL_SIZE", 10, minimum=1),
+            traces_url=config.optional("GATEWAY_TRACES_URL", ""),
         )

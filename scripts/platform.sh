@@ -21,6 +21,8 @@ while IFS= read -r line || [[ -n "$line" ]]; do
   [[ "$line" =~ ^([A-Za-z_][A-Za-z0-9_]*)=(.*)$ ]] || continue
   [[ -v "${BASH_REMATCH[1]}" ]] || export "${BASH_REMATCH[1]}=${BASH_REMATCH[2]}"
 done <deploy/local/platform.env
+# The gateway reads traces for the operators' console from this run's Jaeger, whatever its port.
+export GATEWAY_TRACES_URL="${GATEWAY_TRACES_URL:-http://127.0.0.1:${JAEGER_QUERY_PORT}}"
 py="$root/.venv/bin/python"
 READY_TIMEOUT_S=60
 prometheus_bin="$(command -v prometheus || echo /usr/bin/prometheus)"

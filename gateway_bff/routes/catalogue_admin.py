@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from liftfit.booking.v1 import booking_pb2 as bpb
 from liftfit.booking.v1 import events_pb2 as bev
@@ -15,7 +17,7 @@ from gateway_bff.edge import caller_of
 from gateway_bff.parts import known_id, parts_of
 from gateway_bff.problems import not_found
 from gateway_bff.resources import rfc3339
-from gateway_bff.store.directory import NewMember, UnknownOrg
+from gateway_bff.store.directory import NewMember, Org, UnknownOrg
 from servicekit.protobuf import timestamp
 
 router = APIRouter(prefix="/v1/ops", tags=["operations"])
@@ -70,6 +72,57 @@ async def create_slots(space_id: str, body: bodies.NewSlots, request: Request) -
 
 
 @router.post(
+    "/slots/{slot_id}/close",
+    response_model=resources.Slot,
+    responses=ANSWERS.operator(404, 409),
+    operation_id="closeSlot",
+)
+async def close_slot(slot_id: str, request: Request) -> JSONResponse:
+    """No one can book the slot any more; one with a booking must be cancelled first (409)."""
+    services = parts_of(request).services
+    ask = bpb.CloseSlotRequest(slot_id=known_id(slot_id, "slot"))
+    closed = await services["booking"].write(services.booking.CloseSlot, ask, _who(request))
+    await parts_of(request).directory.record(_who(request), "close_slot", slot_id, {})
+    return JSONResponse(resources.slot(closed))
+
+
+@router.post(
+    "/slots/{slot_id}/price",
+    response_model=resources.Slot,
+    responses=ANSWERS.operator(404),
+    operation_id="setSlotPrice",
+)
+async def set_slot_price(slot_id: str, body: bodies.NewPrice, request: Request) -> JSONResponse:
+    """The price the slot is sold at from now on; bookings keep the price they were sold at."""
+    services = parts_of(request).services
+    price = bev.Money(amount=body.price.amount, currency=body.price.currency)
+    ask = bpb.SetSlotPriceRequest(slot_id=known_id(slot_id, "slot"), price=price)
+    priced = await services["booking"].write(services.booking.SetSlotPrice, ask, _who(request))
+    detail = {"price": body.price.model_dump()}
+    await parts_of(request).directory.record(_who(request), "set_slot_price", slot_id, detail)
+    return JSONResponse(resources.slot(priced))
+
+
+@router.get(
+    "/orgs",
+    response_model=list[resources.OrgWithMembers],
+    responses=ANSWERS.operator(),
+    operation_id="listOrgs",
+)
+async def list_orgs(
+    request: Request, limit: Annotated[int, Query(ge=1, le=1000)] = 200
+) -> JSONResponse:
+    """The newest organisations first, each with its members."""
+    listed = await parts_of(request).directory.orgs(limit)
+    return JSONResponse(
+        [
+            {**_org(org), "members": [resources.member(m) for m in members]}
+            for org, members in listed
+        ]
+    )
+
+
+@router.post(
     "/orgs",
     status_code=201,
     response_model=resources.Org,
@@ -90,8 +143,7 @@ async def create_slots(space_id: str, body: bodies.NewSlots, request: Request) -
 )
 async def create_org(body: bodies.NewOrg, request: Request) -> JSONResponse:
     org = await parts_of(request).directory.create_org(body.name, _who(request))
-    shown = {"org_id": org.org_id, "name": org.name, "created_at": rfc3339(org.created_at)}
-    return JSONResponse(shown, status_code=201)
+    return JSONResponse(_org(org), status_code=201)
 
 
 @router.post(
@@ -142,6 +194,10 @@ async def create_plan(body: bodies.NewPlan, request: Request) -> JSONResponse:
         services.payment.CreatePlan, ppb.CreatePlanRequest(plan=plan), _who(request)
     )
     return JSONResponse(resources.plan(created), status_code=201)
+
+
+def _org(org: Org) -> dict[str, str]:
+    return {"org_id": org.org_id, "name": org.name, "created_at": rfc3339(org.created_at)}
 
 
 def _who(request: Request) -> str:

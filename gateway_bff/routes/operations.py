@@ -21,13 +21,14 @@ from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
 from liftfit.ops.v1 import operations_pb2 as opb
 
-from gateway_bff import bodies, timeline
+from gateway_bff import bodies, resources, timeline
 from gateway_bff.docs import ANSWERS
 from gateway_bff.edge import caller_of
 from gateway_bff.parts import Parts, known_id, parts_of
 from gateway_bff.problems import Problem, not_found, service_unavailable
 from gateway_bff.resources import moment
 from gateway_bff.settings import SERVICES
+from gateway_bff.traces import TRACE_ID, TracesUnavailable
 from servicekit.lag import BrokerUnreachable
 
 router = APIRouter(prefix="/v1/ops", tags=["operations"])
@@ -88,6 +89,28 @@ async def get_timeline(booking_id: str, request: Request) -> JSONResponse:
         raise not_found("no service knows this booking")
     shown_sides = {name: shown(s) for name, s in sides.items()}
     return JSONResponse(timeline.told(booking_id, shown_sides, unavailable))
+
+
+@router.get(
+    "/traces/{trace_id}",
+    response_model=resources.Trace,
+    responses=ANSWERS.operator(404),
+    operation_id="getTrace",
+)
+async def get_trace(trace_id: str, request: Request) -> JSONResponse:
+    """A booking's trace (the timeline names its id) as spans for a waterfall, read from
+    Jaeger's query API: the console's pages load nothing from another origin."""
+    if not TRACE_ID.fullmatch(trace_id) or not trace_id.strip("0"):
+        raise not_found("no such trace")
+    try:
+        spans = await parts_of(request).traces.spans(trace_id)
+    except TracesUnavailable as why:
+        raise Problem(
+            503, "traces_unavailable", "The trace store is unavailable", str(why)
+        ) from None
+    if spans is None:
+        raise not_found("the trace store has no such trace")
+    return JSONResponse({"trace_id": trace_id, "spans": spans})
 
 
 @router.get("/outbox", responses=ANSWERS.operator(), operation_id="listOutbox")

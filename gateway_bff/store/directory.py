@@ -168,6 +168,27 @@ class Directory:
         self._members.put((member.org_id, member.user), changed)
         return changed
 
+    async def orgs(self, limit: int) -> list[tuple[Org, list[Member]]]:
+        """The newest organisations first, each with its members (oldest first)."""
+        o, m = orm.orgs.c, orm.members.c
+        newest = select(orm.orgs).order_by(o.created_at.desc(), o.org_id).limit(limit)
+        async with self._sessions() as session:
+            orgs = [_org(row._mapping) for row in await session.execute(newest)]
+            ids = [uuid.UUID(org.org_id) for org in orgs]
+            members = select(orm.members).where(m.org_id.in_(ids))
+            members = members.order_by(m.created_at, m.user_name)
+            found = [_member(row._mapping) for row in await session.execute(members)]
+        by_org: dict[str, list[Member]] = {org.org_id: [] for org in orgs}
+        for member in found:
+            by_org[member.org_id].append(member)
+        return [(org, by_org[org.org_id]) for org in orgs]
+
+    async def record(self, actor: str, action: str, subject: str, detail: dict[str, Any]) -> None:
+        """An operator's change that a service carried out, in the gateway's audit log: the
+        service has no audit of its own for it, and this runs once the service said done."""
+        async with self._sessions.begin() as session:
+            await self._audit.within(session).record(actor, action, subject, detail)
+
     async def audit_entries(self, limit: int, subject: str | None = None) -> list[dict[str, Any]]:
         """The gateway's own audit log (organisations and members), newest first."""
         t = orm.audit.c
