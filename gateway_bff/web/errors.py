@@ -53,7 +53,7 @@ class NotFoundPage:
 def not_found_page(request: Request) -> Response:
     """The 404 page, in the language the path names, else the one the visitor prefers."""
     asked = request.url.path.removeprefix(f"{WEB}/").split("/")[0]
-    lang = Language(asked) if asked in tuple(Language) else pages._preferred(request)
+    lang = Language(asked) if asked in tuple(Language) else pages.preferred_language(request)
     other = Language.EN if lang is Language.CS else Language.CS
     response = console.render(
         request, lang, "errors/not_found.html", "not_found_title", other_url=f"{WEB}/{other}/"
