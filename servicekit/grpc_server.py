@@ -34,7 +34,8 @@ from servicekit.errors import (
     status_for,
 )
 from servicekit.faults import Fault, classify
-from servicekit.grpc_wrapping import Behaviour, UnaryWrapper
+from servicekit.grpc_spans import ServerSpans
+from servicekit.grpc_wrapping import Behaviour, Layers, UnaryWrapper
 from servicekit.metrics.grpc_requests import RequestMetrics
 from servicekit.refusals import Refusal
 
@@ -68,8 +69,8 @@ class GuardedServerInterceptor(UnaryWrapper):
             # Every line logged while answering names the booking, payment or grant the
             # request is about.
             with logs.about(**logs.ids_in(request)):
-                # The server span is OpenTelemetry's (the interceptor before this one), and
-                # its context notes the status code of every abort. An unexpected error is
+                # The server span (servicekit.grpc_spans, the layer outside this one)
+                # notes the status code of every abort. An unexpected error is
                 # recorded on it too, with the exception.
                 try:
                     return await inner(request, context)
@@ -143,9 +144,9 @@ async def start_server(
     in the domain `error_domains` names for their gRPC service.
     """
     guard = GuardedServerInterceptor(error_domain, error_domains)
-    # The metrics outermost, so they count the status the guard answered with; then
-    # OpenTelemetry's, so the guard runs inside the server span.
-    server = grpc.aio.server(interceptors=[RequestMetrics(), tracing.server_interceptor(), guard])
+    # The metrics outermost, so they count the status the guard answered with; then the
+    # server span, so the guard runs inside it.
+    server = grpc.aio.server(interceptors=[Layers(RequestMetrics(), ServerSpans(), guard)])
     for register in registrations:
         register(server)
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]

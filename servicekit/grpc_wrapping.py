@@ -41,3 +41,20 @@ class UnaryWrapper(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
     def wrap(self, method: str, inner: Behaviour) -> Behaviour:
         """The method's behaviour around `inner`, the next one's."""
         raise NotImplementedError
+
+
+class Layers(UnaryWrapper):
+    """Several wrappers as one interceptor, the first outermost.
+
+    gRPC runs every interceptor's `intercept_service` at every call, a coroutine each;
+    one interceptor whose wrapper holds the others runs one.
+    """
+
+    def __init__(self, *layers: UnaryWrapper) -> None:
+        super().__init__()
+        self._layers = layers
+
+    def wrap(self, method: str, inner: Behaviour) -> Behaviour:
+        for layer in reversed(self._layers):
+            inner = layer.wrap(method, inner)
+        return inner

@@ -1,9 +1,10 @@
 """OpenTelemetry set-up and W3C trace-context propagation.
 
 The spans come from OpenTelemetry's instrumentation packages, installed here once for
-every process: gRPC servers and channels (`server_interceptor`, `client_interceptors`,
-used by servicekit.grpc_server), aiokafka's producer and consumer, httpx (the provider
-clients) and, when `OTEL_DB_SPANS=on`, psycopg. The gateway adds FastAPI's.
+every process: gRPC channels (`client_interceptors`, used by servicekit.grpc_server),
+aiokafka's producer and consumer, httpx (the provider clients) and, when
+`OTEL_DB_SPANS=on`, psycopg. The gateway adds FastAPI's. A gRPC server's spans are
+servicekit.grpc_spans', cheaper than the instrumentation's own.
 
 The exporter is chosen by the standard OTEL_TRACES_EXPORTER variable (otlp, console or
 none; none by default so a laptop run needs no collector; `make up` exports OTLP to
@@ -23,17 +24,12 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-import grpc
 from opentelemetry import propagate, trace
 from opentelemetry.baggage.propagation import W3CBaggagePropagator
 from opentelemetry.context import Context
 from opentelemetry.instrumentation.aiokafka import AIOKafkaInstrumentor
 from opentelemetry.instrumentation.grpc import aio_client_interceptors
-from opentelemetry.instrumentation.grpc._aio_server import (
-    OpenTelemetryAioServerInterceptor,
-    _OpenTelemetryAioServicerContext,
-)
-from opentelemetry.instrumentation.grpc.filters import health_check, negate, service_prefix
+from opentelemetry.instrumentation.grpc.filters import health_check, negate
 from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
 from opentelemetry.instrumentation.utils import suppress_instrumentation
 from opentelemetry.propagators.composite import CompositePropagator
@@ -67,8 +63,6 @@ from opentelemetry.util.types import Attributes
 _configured: TracerProvider | None = None
 # Database spans' tracer, once they are on (OTEL_DB_SPANS=on).
 _database: trace.Tracer | None = None
-# Health checks and reflection are asked every second by probes; no trace wants them.
-_NOT_TRACED_RPCS = negate(service_prefix("grpc."))
 
 
 class GuardedPropagator(TextMapPropagator):
@@ -229,37 +223,6 @@ def kafka_injects_context() -> bool:
     """Whether aiokafka's instrumentation puts the trace context into every record it
     sends; if not, the sender puts it there itself."""
     return bool(AIOKafkaInstrumentor().is_instrumented_by_opentelemetry)
-
-
-class _AnswersAreNotErrors(OpenTelemetryAioServerInterceptor):
-    """OpenTelemetry's server interceptor, except that an abort (a deliberate answer, such
-    as a refusal) is not recorded as an exception: its status code is on the span already
-    (the wrapped context's abort notes it), and formatting the traceback of each of 200
-    refused racers, twice, tripled the race's p99 (see the README)."""
-
-    def _intercept_aio_server_unary(self, behavior: Any, handler_call_details: Any) -> Any:
-        async def unary(request: Any, context: Any) -> Any:
-            aborted: grpc.aio.AbortError | None = None
-            with (
-                self._set_remote_context(context),
-                self._start_span(handler_call_details, context) as span,  # type: ignore[no-untyped-call]
-            ):
-                wrapped = _OpenTelemetryAioServicerContext(context, span)  # type: ignore[no-untyped-call]
-                try:
-                    return await behavior(request, wrapped)
-                except grpc.aio.AbortError as abort:
-                    aborted = abort  # raised below, once the span has ended without it
-            assert aborted is not None
-            raise aborted
-
-        return unary
-
-
-def server_interceptor() -> Any:
-    """The server span of every RPC but health checks and reflection, continuing the
-    caller's trace."""
-    tracer_ = trace.get_tracer("opentelemetry.instrumentation.grpc")
-    return _AnswersAreNotErrors(tracer_, filter_=_NOT_TRACED_RPCS)  # type: ignore[no-untyped-call]
 
 
 def client_interceptors() -> list[Any]:
