@@ -14,8 +14,13 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from servicekit.provider_http import AnswerTooLarge, bounded_answer
+
 TRACE_ID = re.compile(r"[0-9a-f]{32}")
 MAX_SPANS = 5000  # a booking's trace has tens; a bound keeps a huge one from the browser
+# What is read of Jaeger's answer at most (a span with its tags is under 2 KiB as Jaeger
+# writes it): an answer is input from outside, and memory is the gateway's.
+MAX_ANSWER_BYTES = 16 * 1024 * 1024
 _ERROR_TAGS = (("error", True), ("otel.status_code", "ERROR"))
 
 
@@ -70,7 +75,13 @@ class Traces:
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self._http = (
-            httpx.AsyncClient(base_url=base_url, timeout=timeout_s, transport=transport)
+            # Uncompressed, so the bound holds for what is decoded too.
+            httpx.AsyncClient(
+                base_url=base_url,
+                timeout=timeout_s,
+                transport=transport,
+                headers={"Accept-Encoding": "identity"},
+            )
             if base_url
             else None
         )
@@ -79,16 +90,19 @@ class Traces:
         """The trace's spans, earliest first; None when Jaeger has no such trace."""
         if self._http is None:
             raise TracesUnavailable("no trace store is configured")
+        request = self._http.build_request("GET", f"/api/traces/{trace_id}")
         try:
-            answer = await self._http.get(f"/api/traces/{trace_id}")
+            status, body = await bounded_answer(self._http, request, MAX_ANSWER_BYTES)
         except httpx.HTTPError as error:
             raise TracesUnavailable(f"Jaeger did not answer: {type(error).__name__}") from None
-        if answer.status_code == 404:
+        except AnswerTooLarge as error:
+            raise TracesUnavailable(f"Jaeger's {error}") from None
+        if status == 404:
             return None
-        if answer.status_code != 200:
-            raise TracesUnavailable(f"Jaeger answered {answer.status_code}")
+        if status != 200:
+            raise TracesUnavailable(f"Jaeger answered {status}")
         try:
-            traces = _Answer.model_validate_json(answer.content).data
+            traces = _Answer.model_validate_json(body).data
         except ValidationError:
             raise TracesUnavailable("Jaeger's answer is not a trace") from None
         found = [reduced(trace, span) for trace in traces for span in trace.spans]

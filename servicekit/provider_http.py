@@ -95,17 +95,10 @@ class JsonExchange:
         return status, self._document(body, call)
 
     async def _send(self, request: httpx.Request) -> tuple[int, bytes]:
-        """The status and the body, read no further than MAX_ANSWER bytes."""
-        response = await self.client.send(request, stream=True)
         try:
-            body = bytearray()
-            async for chunk in response.aiter_bytes():
-                body += chunk
-                if len(body) > MAX_ANSWER:
-                    raise self._unknown(f"{request.method}: answer over {MAX_ANSWER} bytes")
-            return response.status_code, bytes(body)
-        finally:
-            await response.aclose()
+            return await bounded_answer(self.client, request, MAX_ANSWER)
+        except AnswerTooLarge as error:
+            raise self._unknown(f"{request.method}: {error}") from None
 
     def _document(self, body: bytes, call: str) -> dict[str, Any]:
         try:
@@ -115,6 +108,26 @@ class JsonExchange:
         if not isinstance(data, dict):
             raise self._unknown(f"{call}: the answer is not a JSON object")
         return data
+
+
+class AnswerTooLarge(Exception):
+    """An answer longer than the reader's bound; the rest of it was never read."""
+
+
+async def bounded_answer(
+    client: httpx.AsyncClient, request: httpx.Request, max_bytes: int
+) -> tuple[int, bytes]:
+    """The status and the body of an answer, read no further than `max_bytes`."""
+    response = await client.send(request, stream=True)
+    try:
+        body = bytearray()
+        async for chunk in response.aiter_bytes():
+            body += chunk
+            if len(body) > max_bytes:
+                raise AnswerTooLarge(f"answer over {max_bytes} bytes")
+        return response.status_code, bytes(body)
+    finally:
+        await response.aclose()
 
 
 def make_client(base_url: str, api_key: str, timeout_s: float) -> httpx.AsyncClient:

@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from gateway_bff import traces as traces_module
 from gateway_bff.identity import DevAuthenticator
 from gateway_bff.main import bootstrap
 from gateway_bff.settings import SERVICES, Settings
@@ -95,6 +96,26 @@ async def test_a_trace_jaeger_does_not_have_is_none() -> None:
 async def test_an_answer_that_is_not_a_trace_is_unavailable(status: int, body: bytes) -> None:
     with pytest.raises(TracesUnavailable):
         await _jaeger(status, body).spans(TRACE_ID)
+
+
+async def test_an_answer_over_the_bound_is_unavailable_and_read_no_further(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(traces_module, "MAX_ANSWER_BYTES", 64 * 1024)
+    sent: list[int] = []
+
+    async def endless() -> AsyncIterator[bytes]:
+        for _ in range(10_000):  # 640 MB, were it all read
+            sent.append(1)
+            yield b"[" * 65_536
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=endless())
+
+    traces = Traces("http://jaeger.test", transport=httpx.MockTransport(answer))
+    with pytest.raises(TracesUnavailable, match="over 65536 bytes"):
+        await traces.spans(TRACE_ID)
+    assert len(sent) <= 3
 
 
 async def test_a_jaeger_that_does_not_answer_is_unavailable() -> None:
