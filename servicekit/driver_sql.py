@@ -27,7 +27,8 @@ from psycopg.types.json import Jsonb
 from sqlalchemy import Table
 from sqlalchemy.engine.interfaces import PoolProxiedConnection
 from sqlalchemy.exc import DBAPIError, IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+from sqlalchemy.util import greenlet_spawn
 
 from servicekit import tracing
 
@@ -36,6 +37,8 @@ Params = Mapping[str, Any]
 __all__ = [
     "Jsonb",
     "Queued",
+    "any_row",
+    "autocommit",
     "commit_in_pipeline",
     "constraint_of",
     "end_transaction",
@@ -93,6 +96,31 @@ def hand_over(session: AsyncSession, pooled: PoolProxiedConnection) -> None:
     """Gives a session the pooled connection it runs on up front, so the hot path never
     asks SQLAlchemy for it (see UnitOfWorkFactory.transaction_on_driver)."""
     session.info[_DRIVER] = _Held(_HANDED_OVER, _driver_of(pooled), pooled.info)
+
+
+@asynccontextmanager
+async def autocommit(engine: AsyncEngine) -> AsyncIterator[PoolProxiedConnection]:
+    """A pooled connection in autocommit mode, without an ORM session; it goes back to
+    the pool as the pool lent it (not in autocommit mode), or is discarded if it broke."""
+    pooled = await engine.raw_connection()
+    driver = _driver_of(pooled)
+    try:
+        await driver.set_autocommit(True)  # no round trip: psycopg only notes it
+        yield pooled
+    finally:
+        try:
+            await driver.set_autocommit(False)
+        except psycopg.Error:
+            pooled.invalidate()
+        await greenlet_spawn(pooled.close)  # the pool's reset runs the driver's rollback
+
+
+async def any_row(engine: AsyncEngine, sql: str, params: Params) -> bool:
+    """Whether a query finds a row, asked outside any transaction in one round trip."""
+    async with autocommit(engine) as pooled:
+        with _as_sqlalchemy_errors(sql, params):
+            cursor = await _driver_of(pooled).execute(sql, params, prepare=False)
+            return await cursor.fetchone() is not None
 
 
 def _driver_of(pooled: PoolProxiedConnection) -> psycopg.AsyncConnection[Any]:

@@ -88,6 +88,7 @@ class OutboxRelay:
         # Fault injection for tests: runs between the broker's ack and the row's update.
         self._after_broker_ack = after_broker_ack
         self._claim_sql, self._mark_sql = _claim_sql(outbox.name), _mark_sql(outbox.name)
+        self._due_sql = _due_sql(outbox.name)
 
     async def run(self, stopping: asyncio.Event) -> None:
         """Runs `lanes` claim-publish-mark loops; SKIP LOCKED keeps their batches disjoint.
@@ -128,6 +129,8 @@ class OutboxRelay:
 
     async def relay_batch(self) -> int:
         """Publishes one batch of due rows; returns how many the broker acknowledged."""
+        if not await self._anything_due():
+            return 0
         async with self._sessions() as session, session.begin():
             rows = await self._claim(session)
             if not rows:
@@ -140,6 +143,12 @@ class OutboxRelay:
         if outcome.outage:
             raise BrokerUnavailable("broker did not acknowledge; rows stay pending")
         return len(outcome.acked)
+
+    async def _anything_due(self) -> bool:
+        """Asked outside a transaction, in one round trip: an empty claim took four (a
+        session's BEGIN, the claim, COMMIT, the pool's reset) and 1.4 ms of CPU, and the
+        lanes of an idle relay claim 24 times a second (3.4 % of a core, measured)."""
+        return await driver_sql.any_row(self._sessions.kw["bind"], self._due_sql, {})
 
     async def _claim(self, session: AsyncSession) -> Sequence[Any]:
         params = {"limit": self._batch_size}
@@ -231,6 +240,14 @@ def _claim_sql(table: str) -> str:
         f' attempts, dispatch_generation, event_type FROM "{table}"'
         f" WHERE state = '{PENDING}' AND next_attempt_at <= now()"
         " ORDER BY seq LIMIT %(limit)s FOR UPDATE SKIP LOCKED"
+    )
+
+
+def _due_sql(table: str) -> str:
+    # The claim's condition without its locks: a row it sees may be claimed by another
+    # lane before this one claims, which only makes that claim come back empty.
+    return (
+        f"SELECT 1 FROM \"{table}\" WHERE state = '{PENDING}' AND next_attempt_at <= now() LIMIT 1"
     )
 
 

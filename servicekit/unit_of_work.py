@@ -19,12 +19,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, TypeVar
 
-import psycopg
 from google.protobuf.message import Message
 from liftfit.events.v1.envelope_pb2 import EventEnvelope
-from sqlalchemy.engine.interfaces import PoolProxiedConnection
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-from sqlalchemy.util import greenlet_spawn
 
 from servicekit import driver_sql
 from servicekit.inbox import EventHandler
@@ -130,10 +127,7 @@ class UnitOfWorkFactory(Generic[U]):
         once instead of running in another transaction; a statement before the first
         block would commit on its own, so there must be none.
         """
-        pooled = await self.sessions.kw["bind"].raw_connection()
-        driver = pooled.driver_connection
-        try:
-            await driver.set_autocommit(True)
+        async with driver_sql.autocommit(self.sessions.kw["bind"]) as pooled:
             session = AsyncSession()
             driver_sql.hand_over(session, pooled)
             try:
@@ -142,21 +136,9 @@ class UnitOfWorkFactory(Generic[U]):
             except BaseException:
                 await driver_sql.end_transaction(session, commit=False)
                 raise
-        finally:
-            await _give_back(pooled, driver)
 
     def joining(self, session: AsyncSession) -> U:
         return self._build(session)
-
-
-async def _give_back(pooled: PoolProxiedConnection, driver: Any) -> None:
-    """Returns a connection to the pool as the pool lent it: not in autocommit mode, or
-    discarded when it broke."""
-    try:
-        await driver.set_autocommit(False)
-    except psycopg.Error:
-        pooled.invalidate()
-    await greenlet_spawn(pooled.close)  # the pool's reset runs the driver's rollback
 
 
 Reaction = Callable[[U, Any], Awaitable[None]]
