@@ -21,7 +21,8 @@ from tests.gateway.api import OPS, Api, Org, Studio, new_key
 from tests.support.platform import Platform
 from tests.support.waiting import eventually
 from tests.web.conftest import blocking_violations, screenshot
-from tests.web.test_pages import _a_member_on_a_studios_first_day, _first_day, _local, _sign_in
+from tests.web.days import first_day, local
+from tests.web.test_pages import _a_member_on_a_studios_first_day, _sign_in
 
 WAIT_S = 30.0
 EN_DASH = "\u2013"
@@ -58,7 +59,7 @@ async def _bookings(api: Api, org: Org) -> list[dict[str, Any]]:
 async def _book_by_card_and_pay(page: Page, platform: Platform, studio: Studio) -> None:
     """Slots page, "book", the sandbox's page, "Pay": the browser lands on the return page
     while the booking is still pending (the sandbox's notice is held back a little)."""
-    day, _ = _first_day(studio)
+    day, _ = first_day(studio)
     await page.goto(f"/web/en/spaces/{studio.space_id}?day={day}")
     book = _slot_row(page, studio.slot(0)).get_by_role("button", name="Book and pay by card")
     card = platform.url("CARD_GATEWAY_PORT")
@@ -81,7 +82,7 @@ async def _pin_is_shown_in_its_window(page: Page, api: Api, org: Org, studio: St
     card = _card(page, booking["booking_id"])
     await expect(card.locator("[data-field='payment']")).to_have_text("Paid")
     await card.get_by_role("button", name="Show PIN").click(timeout=WAIT_S * 1000)
-    starts, ends = (_local(str(studio.slots[0][edge])) for edge in ("starts_at", "ends_at"))
+    starts, ends = (local(str(studio.slots[0][edge])) for edge in ("starts_at", "ends_at"))
     window = rf"valid from .*{starts:%H:%M} to .*{ends:%H:%M}$"
     await expect(card.locator("[data-pin]")).to_have_text(re.compile(rf"^PIN: \d{{4,8}}, {window}"))
     access = await api.call(
@@ -129,7 +130,7 @@ async def test_a_customer_books_by_card_gets_the_pin_cancels_and_the_slot_reopen
     # The lock is slow to let go of the code: the revocation is held until its clock moves on.
     async with _faults(lock, {"removing_delay_ms": 30_000}, {"removing_delay_ms": 0}) as sandbox:
         await _cancel_and_see_the_refund(page, platform, booking_id)
-        day, _ = _first_day(studio)
+        day, _ = first_day(studio)
         context = await browser.new_context(base_url=platform.gateway, locale="en-GB")
         try:
             other_page = await context.new_page()
@@ -222,7 +223,7 @@ async def test_a_member_buys_a_pass_pack_books_with_it_and_moves_the_booking(
 ) -> None:
     studio, org = await _a_member_on_a_studios_first_day(page, api, slots=3)
     plan = await _pass_plan(api)
-    day, _ = _first_day(studio)
+    day, _ = first_day(studio)
     with_pass = _slot_row(page, studio.slot(0)).get_by_role("button", name="Book with a pass")
     await with_pass.click()
     await expect(page.get_by_role("alert")).to_have_text(
@@ -253,7 +254,7 @@ async def test_a_member_buys_a_pass_pack_books_with_it_and_moves_the_booking(
     await expect(card.locator("[data-field='payment']")).to_have_text("Paid with a pass")
     await card.get_by_role("button", name="Move").click()
     target = studio.slots[2]
-    starts = _local(str(target["starts_at"]))
+    starts = local(str(target["starts_at"]))
     await card.get_by_label("New slot").select_option(str(target["slot_id"]))
     await card.get_by_role("button", name="Move here").click()
     await expect(card.locator("[data-said]")).to_contain_text("moved to")

@@ -5,32 +5,20 @@ on any page in either language (each page's screenshot lands in .local/artifacts
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
-from zoneinfo import ZoneInfo
 
 import pytest
 from playwright.async_api import Page, expect
 
 from tests.gateway.api import OPS, Api, Org, Studio
 from tests.web.conftest import blocking_violations, screenshot
+from tests.web.days import first_day, local
 
-PRAGUE = ZoneInfo("Europe/Prague")
 BOOK = {"en": "Book and pay by card", "cs": "Rezervovat a zaplatit kartou"}
 EN_DASH = "\u2013"  # between a slot's start and end
 STATE_WORDS = {
     "en": {"available": "Available", "held": "Held"},
     "cs": {"available": "Volno", "held": "Drženo"},
 }
-
-
-def _local(iso: str) -> datetime:
-    return datetime.fromisoformat(iso.replace("Z", "+00:00")).astimezone(PRAGUE)
-
-
-def _first_day(studio: Studio) -> tuple[str, list[dict[str, object]]]:
-    """The studio's first day with slots, and those slots (as the API made them)."""
-    day = _local(str(studio.slots[0]["starts_at"])).date()
-    return day.isoformat(), [s for s in studio.slots if _local(str(s["starts_at"])).date() == day]
 
 
 async def _sign_in(page: Page, lang: str, user: str, lands_in: str | None = None) -> None:
@@ -47,7 +35,7 @@ async def _a_member_on_a_studios_first_day(
     """A new organisation's owner, signed in, on a new studio's slots page (in English)."""
     studio = await api.studio(slots=slots, timezone="Europe/Prague")
     org = await api.org()
-    day, _ = _first_day(studio)
+    day, _ = first_day(studio)
     await _sign_in(page, "en", org.owner)
     await page.goto(f"/web/en/spaces/{studio.space_id}?day={day}")
     return studio, org
@@ -58,7 +46,7 @@ async def _slot_rows_say(page: Page, lang: str, slots: list[dict[str, object]], 
     await expect(rows).to_have_count(len(slots))
     for slot in slots:
         row = page.locator(f"tr[data-slot='{slot['slot_id']}']")
-        starts, ends = _local(str(slot["starts_at"])), _local(str(slot["ends_at"]))
+        starts, ends = local(str(slot["starts_at"])), local(str(slot["ends_at"]))
         await expect(row.locator("td").first).to_have_text(f"{starts:%H:%M}{EN_DASH}{ends:%H:%M}")
         state = "held" if slot["slot_id"] == held else "available"
         await expect(row.locator("[data-state]")).to_have_text(STATE_WORDS[lang][state])
@@ -73,7 +61,7 @@ async def test_a_member_signs_in_and_sees_a_studios_slots_by_day_in_both_languag
     held = studio.slot(0)
     booked = await api.book(org, held)
     assert booked.status_code == 201, booked.text
-    day, slots = _first_day(studio)
+    day, slots = first_day(studio)
 
     await _sign_in(page, "en", org.owner)
     await page.goto(f"/web/en/spaces/{studio.space_id}?day={day}")
@@ -146,7 +134,7 @@ async def test_every_page_has_no_serious_accessibility_violation(
     page: Page, api: Api, lang: str
 ) -> None:
     studio = await api.studio(slots=2, timezone="Europe/Prague", name="Smíchov")
-    day, _ = _first_day(studio)
+    day, _ = first_day(studio)
     pages = {
         "signin": f"/web/{lang}/signin",
         "studios": f"/web/{lang}/",

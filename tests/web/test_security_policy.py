@@ -10,9 +10,10 @@ from collections.abc import AsyncIterator
 import pytest
 from playwright.async_api import Browser, Page, expect
 
-from tests.gateway.api import Api
+from tests.gateway.api import OPS, Api
 from tests.support.platform import Platform
-from tests.web.test_pages import _first_day as first_day
+from tests.web.days import first_day
+from tests.web.test_console import SECTIONS
 
 # Set before any page script runs (an init script is not subject to the page's policy).
 RECORD_VIOLATIONS = """
@@ -33,37 +34,57 @@ async def strict_page(browser: Browser, platform: Platform) -> AsyncIterator[Pag
     await context.close()
 
 
-async def _pages(api: Api, lang: str) -> dict[str, str]:
+async def _pages(api: Api, lang: str) -> dict[str, dict[str, str]]:
+    """Every page by the user who opens it: a customer with a booking, and the operator."""
     studio = await api.studio(slots=1, timezone="Europe/Prague")
+    org = await api.org()
+    booked = await api.book(org, studio.slot(0))
+    assert booked.status_code == 201, booked.text
     day, _ = first_day(studio)
+    console = f"/web/{lang}/console"
     return {
-        "signin": f"/web/{lang}/signin",
-        "studios": f"/web/{lang}/",
-        "slots": f"/web/{lang}/spaces/{studio.space_id}?day={day}",
+        org.owner: {
+            "signin": f"/web/{lang}/signin",
+            "studios": f"/web/{lang}/",
+            "slots": f"/web/{lang}/spaces/{studio.space_id}?day={day}",
+            "bookings": f"/web/{lang}/bookings",
+            "passes": f"/web/{lang}/passes",
+            "console, no access": f"{console}/",
+        },
+        OPS: {
+            "console": f"{console}/",
+            "timeline": f"{console}/bookings/{booked.json()['booking_id']}",
+            **{name: f"{console}/{name}" for name in SECTIONS},
+        },
     }
+
+
+async def _signed_in_as(page: Page, lang: str, user: str) -> None:
+    await page.goto(f"/web/{lang}/signin")
+    await page.evaluate(
+        "user => localStorage.setItem('liftfit.identity',"
+        " JSON.stringify({kind: 'dev', value: user}))",
+        user,
+    )
 
 
 @pytest.mark.parametrize("lang", ["cs", "en"])
 async def test_every_page_works_under_its_policy_with_nothing_blocked(
     strict_page: Page, api: Api, lang: str
 ) -> None:
-    org = await api.org()
-    await strict_page.goto(f"/web/{lang}/signin")
-    await strict_page.evaluate(
-        "user => localStorage.setItem('liftfit.identity',"
-        " JSON.stringify({kind: 'dev', value: user}))",
-        org.owner,
-    )
     blocked = {}
-    for name, path in (await _pages(api, lang)).items():
-        response = await strict_page.goto(path)
-        assert response is not None
-        policy = response.headers.get("content-security-policy", "")
-        assert "default-src 'self'" in policy, (name, policy)
-        # The page's script ran: it showed who is signed in.
-        await expect(strict_page.locator("[data-user]")).to_have_text(org.owner)
-        loading = strict_page.locator("[data-loading]")
-        if await loading.count():
-            await expect(loading).to_be_hidden()
-        blocked[name] = await strict_page.evaluate("window.__blocked")
+    for user, pages in (await _pages(api, lang)).items():
+        await _signed_in_as(strict_page, lang, user)
+        for name, path in pages.items():
+            response = await strict_page.goto(path)
+            assert response is not None and response.status == 200, (name, path)
+            policy = response.headers.get("content-security-policy", "")
+            assert "default-src 'self'" in policy, (name, policy)
+            # The page's script ran: it showed who is signed in, and what it loads came.
+            await expect(strict_page.locator("[data-user]")).to_have_text(user)
+            loading = strict_page.locator("[data-loading]")
+            if await loading.count():
+                await expect(loading).to_be_hidden()
+            await expect(strict_page.get_by_role("alert")).to_be_hidden()
+            blocked[name] = await strict_page.evaluate("window.__blocked")
     assert blocked == {name: [] for name in blocked}
