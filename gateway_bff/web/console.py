@@ -44,21 +44,8 @@ async def section(request: Request, lang: str, section: str) -> Response:
 
 
 def render(request: Request, lang: Language, template: str, title: str, **extra: Any) -> Response:
-    """A page as pages.py renders one, with the console's texts and problems beside the
-    customers' (the console's win where both say something). Not pages' own _render: that
-    one looks the title up in the customers' texts only."""
+    """A page with the console's texts and problems beside the customers' (the console's
+    win where both say something)."""
     texts = {**TEXTS[lang], **console_messages.TEXTS[lang]}
     problems = {**PROBLEMS[lang], **console_messages.PROBLEMS[lang]}
-    other = Language.EN if lang is Language.CS else Language.CS
-    context = {
-        "lang": lang.value,
-        "t": texts,
-        "title": texts[title],
-        "other_lang": other.value,
-        "other_url": f"/web/{other}{request.url.path.removeprefix(f'/web/{lang}')}",
-        "page_data": {"lang": lang.value, "texts": texts, "problems": problems},
-        **extra,
-    }
-    response = pages._templates.TemplateResponse(request, template, context)
-    response.headers.update(pages._HEADERS)
-    return response
+    return pages.render_page(request, lang, template, title, texts, problems, **extra)

@@ -10,6 +10,7 @@ remembered (a cookie the switch sets), else the browser's, else Czech.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -127,7 +128,20 @@ def _language(lang: str) -> Language:
 
 
 def _render(request: Request, lang: Language, template: str, title: str, **extra: Any) -> Response:
-    texts = TEXTS[lang]
+    return render_page(request, lang, template, title, TEXTS[lang], PROBLEMS[lang], **extra)
+
+
+def render_page(
+    request: Request,
+    lang: Language,
+    template: str,
+    title: str,
+    texts: Mapping[str, str],
+    problems: Mapping[str, str],
+    **extra: Any,
+) -> Response:
+    """A page of the site in `lang`: `title` is a key of `texts`, and the page's script
+    gets the texts and the problems' sentences as its data."""
     other = _other(lang)
     page = request.url.path.removeprefix(f"/web/{lang}")
     context = {
@@ -136,7 +150,7 @@ def _render(request: Request, lang: Language, template: str, title: str, **extra
         "title": texts[title],
         "other_lang": other.value,
         "other_url": f"/web/{other}{page}",
-        "page_data": {"lang": lang.value, "texts": texts, "problems": PROBLEMS[lang]},
+        "page_data": {"lang": lang.value, "texts": texts, "problems": problems},
         **extra,
     }
     response = _templates.TemplateResponse(request, template, context)
