@@ -102,7 +102,10 @@ def hand_over(session: AsyncSession, pooled: PoolProxiedConnection) -> None:
 async def autocommit(engine: AsyncEngine) -> AsyncIterator[PoolProxiedConnection]:
     """A pooled connection in autocommit mode, without an ORM session; it goes back to
     the pool as the pool lent it (not in autocommit mode), or is discarded if it broke."""
-    pooled = await engine.raw_connection()
+    # The pool raises the driver's own error when it cannot connect (an engine's connect()
+    # would have translated it); raised as SQLAlchemy's, an outage is told as one.
+    with _as_sqlalchemy_errors("connect", None):
+        pooled = await engine.raw_connection()
     driver = _driver_of(pooled)
     try:
         await driver.set_autocommit(True)  # no round trip: psycopg only notes it

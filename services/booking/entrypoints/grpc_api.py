@@ -73,7 +73,9 @@ class BookingServicer(booking_pb2_grpc.BookingServiceServicer):
     async def GetBooking(self, request: pb.GetBookingRequest, context: Context) -> pb.Booking:
         org_id = identifier("org_id", request.org_id)
         booking_id = identifier("booking_id", request.booking_id)
-        async with self._uows.transaction() as uow:
+        # One statement, consistent by itself: it needs neither a transaction nor an ORM
+        # session, which cost more than the read (1.55 ms of CPU per call with them).
+        async with self._uows.transaction_on_driver() as uow:
             booking = await uow.bookings.get_in_org(org_id, booking_id)
             return pbx.booking_message(booking)
 
