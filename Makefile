@@ -7,7 +7,7 @@ VENV_STAMP := .venv/.installed
 # go.mod and go.sum) into .local/bin; built again only when those change.
 JAEGER := .local/bin/jaeger
 
-.PHONY: install web-tools chromium protos lint contracts release-contracts test test-only up down status infra-up prometheus bench bench-relay bench-booking bench-gateway lock
+.PHONY: install web-tools chromium protos lint contracts release-contracts test test-only up down status infra-up prometheus bench bench-relay bench-booking bench-floor bench-gateway lock
 
 install: $(VENV_STAMP) build/gen/liftfit web-tools
 
@@ -87,7 +87,7 @@ down:
 status:
 	bash deploy/local/infra.sh status
 
-bench: bench-relay bench-booking bench-gateway
+bench: bench-relay bench-booking bench-floor bench-gateway
 
 bench-relay: install infra-up
 	$(PY) -m benchmarks.relay
@@ -104,6 +104,10 @@ $(GHZ):
 
 bench-booking: install infra-up $(GHZ)
 	$(PY) -m benchmarks.booking
+
+# The least a checkout can cost under bench-booking's load (ghz, Kafka), for comparison.
+bench-floor: install infra-up $(GHZ)
+	$(PY) -m benchmarks.checkout_floor
 
 # The gateway against the booking service straight: wrk (Debian's package) drives the HTTP
 # side, ghz the gRPC side.
