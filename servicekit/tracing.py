@@ -25,22 +25,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from opentelemetry import propagate, trace
-from opentelemetry.baggage.propagation import W3CBaggagePropagator
 from opentelemetry.context import Context
 from opentelemetry.instrumentation.aiokafka import AIOKafkaInstrumentor
 from opentelemetry.instrumentation.grpc import aio_client_interceptors
 from opentelemetry.instrumentation.grpc.filters import health_check, negate
 from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
 from opentelemetry.instrumentation.utils import suppress_instrumentation
-from opentelemetry.propagators.composite import CompositePropagator
-from opentelemetry.propagators.textmap import (
-    CarrierT,
-    Getter,
-    Setter,
-    TextMapPropagator,
-    default_getter,
-    default_setter,
-)
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import (
@@ -57,48 +47,13 @@ from opentelemetry.sdk.trace.sampling import (
     SamplingResult,
 )
 from opentelemetry.trace import Link, SpanKind, TraceState
-from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from opentelemetry.util.types import Attributes
+
+from servicekit.trace_context import GuardedPropagator
 
 _configured: TracerProvider | None = None
 # Database spans' tracer, once they are on (OTEL_DB_SPANS=on).
 _database: trace.Tracer | None = None
-
-
-class GuardedPropagator(TextMapPropagator):
-    """W3C trace context and baggage, read so that a carrier can never fail its reader.
-
-    Every carrier comes from outside (gRPC metadata, Kafka headers, HTTP headers), and the
-    instrumentation packages read it before any of this code sees it: aiokafka's decodes
-    a header's bytes as UTF-8, and an undecodable traceparent would fail the consumer's
-    poll, over and over. A carrier that cannot be read is no trace context.
-    """
-
-    def __init__(self) -> None:
-        self._inner = CompositePropagator([TraceContextTextMapPropagator(), W3CBaggagePropagator()])
-
-    def extract(
-        self,
-        carrier: CarrierT,
-        context: Context | None = None,
-        getter: Getter[CarrierT] = default_getter,
-    ) -> Context:
-        try:
-            return self._inner.extract(carrier, context, getter)
-        except Exception:
-            return context if context is not None else Context()
-
-    def inject(
-        self,
-        carrier: CarrierT,
-        context: Context | None = None,
-        setter: Setter[CarrierT] = default_setter,
-    ) -> None:
-        self._inner.inject(carrier, context, setter)
-
-    @property
-    def fields(self) -> set[str]:
-        return set(self._inner.fields)
 
 
 # Installed on import: whatever reads a carrier in this process goes through it, whether
