@@ -8,6 +8,7 @@ does not have the expected shape, is `TracesUnavailable`, never a server error.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any
 
@@ -74,6 +75,9 @@ class Traces:
         timeout_s: float = 3.0,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
+        # httpx's time-out bounds each read, not the call: an answer that comes a few
+        # bytes at a time would hold the operator's request for as long as it drips.
+        self._deadline_s = 2 * timeout_s
         self._http = (
             # Uncompressed, so the bound holds for what is decoded too.
             httpx.AsyncClient(
@@ -92,7 +96,10 @@ class Traces:
             raise TracesUnavailable("no trace store is configured")
         request = self._http.build_request("GET", f"/api/traces/{trace_id}")
         try:
-            status, body = await bounded_answer(self._http, request, MAX_ANSWER_BYTES)
+            async with asyncio.timeout(self._deadline_s):
+                status, body = await bounded_answer(self._http, request, MAX_ANSWER_BYTES)
+        except TimeoutError:
+            raise TracesUnavailable(f"Jaeger took over {self._deadline_s:g} s") from None
         except httpx.HTTPError as error:
             raise TracesUnavailable(f"Jaeger did not answer: {type(error).__name__}") from None
         except AnswerTooLarge as error:

@@ -4,6 +4,7 @@ something that is not a trace (both TracesUnavailable, never an exception of ano
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -125,6 +126,21 @@ async def test_a_jaeger_that_does_not_answer_is_unavailable() -> None:
     traces = Traces("http://jaeger.test", transport=httpx.MockTransport(refuse))
     with pytest.raises(TracesUnavailable):
         await traces.spans(TRACE_ID)
+
+
+async def test_a_jaeger_that_answers_a_byte_at_a_time_is_cut_off_at_the_deadline() -> None:
+    async def dripping() -> AsyncIterator[bytes]:
+        while True:  # each byte well within a read time-out; the whole, never
+            await asyncio.sleep(0.01)
+            yield b" "
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=dripping())
+
+    traces = Traces("http://jaeger.test", timeout_s=0.25, transport=httpx.MockTransport(answer))
+    async with asyncio.timeout(30):  # without the deadline the call would never end
+        with pytest.raises(TracesUnavailable, match=r"took over 0\.5 s"):
+            await traces.spans(TRACE_ID)
 
 
 async def test_no_trace_store_configured_is_unavailable() -> None:
