@@ -125,8 +125,9 @@ class UnitOfWorkFactory(Generic[U]):
         whatever is still open at the end is committed, or rolled back on an exception.
         The session handed to the unit of work is bound to nothing, so ORM code fails at
         once instead of running in another transaction; a statement before the first
-        block would commit on its own, so a writer sends none. A lone read (GetBooking)
-        may: one statement is consistent by itself, and nothing is left to commit.
+        block would commit on its own, so a writer sends none. A lone statement may: a read
+        (GetBooking) is consistent by itself, and a server-side function (the booking
+        service's card checkout) is one transaction by itself; nothing is left to commit.
         """
         async with driver_sql.autocommit(self.sessions.kw["bind"]) as pooled:
             session = AsyncSession()

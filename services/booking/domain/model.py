@@ -221,6 +221,46 @@ class Booking:
 
 
 @dataclass(frozen=True)
+class CardHold:
+    """A card checkout as the database is asked to decide it, in one call: the booking it
+    makes if the slot can be sold (pending, the slot held for it until the hold expires),
+    before the slot is read."""
+
+    booking_id: str
+    org_id: str
+    user: str
+    slot_id: str
+    party_size: int
+    contact: Contact
+    terms_version: str
+    trace_id: str
+    decided_at: datetime
+    hold_expires_at: datetime
+
+    def booking(self, space_id: str, during: TimeRange, price: Money) -> Booking:
+        """The booking the hold made, with its snapshots of the slot it held."""
+        booking = Booking(
+            booking_id=self.booking_id,
+            org_id=self.org_id,
+            user=self.user,
+            slot_id=self.slot_id,
+            space_id=space_id,
+            slot_during=during,
+            window=during,
+            party_size=self.party_size,
+            payment_mode=PaymentMode.CARD,
+            price=price,
+            terms_version=self.terms_version,
+            state=BookingState.PENDING,
+            hold_expires_at=self.hold_expires_at,
+            trace_id=self.trace_id,
+            contact=self.contact,
+        )
+        booking.created_at = booking.updated_at = self.decided_at
+        return booking
+
+
+@dataclass(frozen=True)
 class LedgerEntry:
     org_id: str
     delta: int

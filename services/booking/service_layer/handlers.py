@@ -1,7 +1,9 @@
 """Customer commands: checkout, cancel and reschedule, each one transaction.
 
 Checkout follows the seed's transaction contract: lock the attempt, replay only the same
-request, lock the slot, require it available, create the booking with its snapshots.
+request, lock the slot, require it available, create the booking with its snapshots. A
+card checkout, the hot path, is decided by the database in one call (CardCheckouts); a
+pass checkout, which debits the pass ledger, runs here.
 """
 
 from __future__ import annotations
@@ -14,7 +16,14 @@ from servicekit import tracing
 from servicekit.idempotency import Claim
 from servicekit.refusals import IdempotencyConflict
 from services.booking.domain.commands import CancelBooking, Checkout, RescheduleBooking
-from services.booking.domain.model import Booking, BookingState, PassBalance, PaymentMode, Slot
+from services.booking.domain.model import (
+    Booking,
+    BookingState,
+    CardHold,
+    PassBalance,
+    PaymentMode,
+    Slot,
+)
 from services.booking.service_layer import messages
 from services.booking.service_layer.slot_release import release_slot
 from services.booking.service_layer.unit_of_work import UnitOfWork
@@ -27,6 +36,44 @@ class BookingOutcome:
 
 
 async def checkout(uow: UnitOfWork, command: Checkout) -> BookingOutcome:
+    if command.payment_mode is PaymentMode.CARD:
+        return await _hold_for_card(uow, command)
+    return await _redeem_pass(uow, command)
+
+
+async def _hold_for_card(uow: UnitOfWork, command: Checkout) -> BookingOutcome:
+    """Decided by the database in one call (CardCheckouts), by the same rules as a pass
+    checkout below: the key claimed or its earlier request replayed, the slot sold only
+    if it exists, has not begun and is available; then the booking, pending, holds it
+    until the hold expires, with PaymentRequested and the hold's release timer."""
+    fingerprint = command.fingerprint()
+    now = datetime.now(UTC)
+    hold = CardHold(
+        booking_id=str(uuid.uuid4()),
+        org_id=command.org_id,
+        user=command.user,
+        slot_id=command.slot_id,
+        party_size=command.party_size,
+        contact=command.contact,
+        terms_version=uow.policy.terms_version,
+        trace_id=tracing.current_trace_id(),
+        decided_at=now,
+        hold_expires_at=now + timedelta(seconds=uow.policy.hold_seconds),
+    )
+    decided = await uow.card_checkouts.decide(
+        hold,
+        command.idempotency_key,
+        fingerprint,
+        messages.payment_requested(hold),
+        messages.PAYMENT_REQUESTED_PRICE,
+        uow.hold_release(hold.booking_id),
+    )
+    if isinstance(decided, Claim):
+        return await _replay(uow, command.org_id, decided, fingerprint)
+    return BookingOutcome(decided)
+
+
+async def _redeem_pass(uow: UnitOfWork, command: Checkout) -> BookingOutcome:
     fingerprint = command.fingerprint()
     # The attempt and then the slot are locked in one round trip, the transaction's first
     # (its BEGIN may travel with it); a replay has locked the slot too, which changes
@@ -42,16 +89,18 @@ async def checkout(uow: UnitOfWork, command: Checkout) -> BookingOutcome:
     slot = locked.slot()
     slot.require_bookable_at(datetime.now(UTC))
     booking = _open_booking(uow, command, slot, attempt.resource_id)
-    if command.payment_mode is PaymentMode.PASS:
-        await _redeem_pass(uow, booking, slot)
-    else:
-        await _hold_for_card(uow, booking, slot)
+    balance = await uow.passes.lock_existing(booking.org_id) or PassBalance(booking.org_id)
+    debited, entry = balance.redeem_one(booking.booking_id)
+    slot.book_for(booking.booking_id)
+    await uow.passes.apply(debited, entry)
+    async with uow.last_writes():
+        await uow.bookings.add(booking)
+        await uow.slots.save(slot)
+        await uow.publish(booking.booking_id, messages.booking_confirmed(booking))
     return BookingOutcome(booking)
 
 
 def _open_booking(uow: UnitOfWork, command: Checkout, slot: Slot, booking_id: str) -> Booking:
-    by_card = command.payment_mode is PaymentMode.CARD
-    hold = timedelta(seconds=uow.policy.hold_seconds)
     return Booking(
         booking_id=booking_id,
         org_id=command.org_id,
@@ -64,32 +113,10 @@ def _open_booking(uow: UnitOfWork, command: Checkout, slot: Slot, booking_id: st
         payment_mode=command.payment_mode,
         price=slot.price,
         terms_version=uow.policy.terms_version,
-        state=BookingState.PENDING if by_card else BookingState.CONFIRMED,
-        hold_expires_at=datetime.now(UTC) + hold if by_card else None,
+        state=BookingState.CONFIRMED,
         trace_id=tracing.current_trace_id(),
         contact=command.contact,
     )
-
-
-async def _hold_for_card(uow: UnitOfWork, booking: Booking, slot: Slot) -> None:
-    slot.hold_for(booking.booking_id)
-    assert booking.hold_expires_at is not None
-    async with uow.last_writes():
-        await uow.bookings.add(booking)
-        await uow.slots.save(slot)
-        await uow.publish(booking.booking_id, messages.payment_requested(booking))
-        await uow.schedule_hold_release(booking.booking_id, booking.hold_expires_at)
-
-
-async def _redeem_pass(uow: UnitOfWork, booking: Booking, slot: Slot) -> None:
-    balance = await uow.passes.lock_existing(booking.org_id) or PassBalance(booking.org_id)
-    debited, entry = balance.redeem_one(booking.booking_id)
-    slot.book_for(booking.booking_id)
-    await uow.passes.apply(debited, entry)
-    async with uow.last_writes():
-        await uow.bookings.add(booking)
-        await uow.slots.save(slot)
-        await uow.publish(booking.booking_id, messages.booking_confirmed(booking))
 
 
 async def cancel_booking(uow: UnitOfWork, command: CancelBooking) -> BookingOutcome:

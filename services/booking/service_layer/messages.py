@@ -7,7 +7,7 @@ from liftfit.booking.v1 import events_pb2 as ev
 
 from servicekit import contacts, protobuf
 from servicekit.protobuf import timestamp
-from services.booking.domain.model import Booking, Money, Space, TimeRange
+from services.booking.domain.model import Booking, CardHold, Money, Space, TimeRange
 
 
 def money(price: Money) -> ev.Money:
@@ -29,14 +29,19 @@ def contact(booking: Booking) -> ev.Contact:
     return contacts.message(ev.Contact, booking.contact)
 
 
-def payment_requested(booking: Booking) -> ev.PaymentRequested:
-    assert booking.hold_expires_at is not None, "a card checkout always has a hold"
+# Its price: the slot's, which the database adds as it writes the row (card_checkout).
+PAYMENT_REQUESTED_PRICE = "price"
+
+
+def payment_requested(hold: CardHold) -> ev.PaymentRequested:
+    """PaymentRequested, all but its price (PAYMENT_REQUESTED_PRICE)."""
     return ev.PaymentRequested(
-        **_whose(booking),
-        price=money(booking.price),
-        slot_id=booking.slot_id,
-        hold_expires_at=timestamp(booking.hold_expires_at),
-        contact=contact(booking),
+        booking_id=hold.booking_id,
+        org_id=hold.org_id,
+        user=hold.user,
+        slot_id=hold.slot_id,
+        hold_expires_at=timestamp(hold.hold_expires_at),
+        contact=contacts.message(ev.Contact, hold.contact),
     )
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
-from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from servicekit import unit_of_work as kit
 from servicekit.idempotency_keys import IdempotencyKeys
+from services.booking.adapters.card_checkouts import CardCheckouts
 from services.booking.adapters.catalogue import SpaceRepository, UnownedPaymentRepository
 from services.booking.adapters.disclosures import DisclosureRepository
 from services.booking.adapters.passes import PassRepository
@@ -45,6 +45,7 @@ class UnitOfWork(kit.UnitOfWork):
         self.passes = PassRepository(session)
         self.disclosures = DisclosureRepository(session)
         self.unowned_payments = UnownedPaymentRepository(session)
+        self.card_checkouts = CardCheckouts(session, effects, keys)
 
     @asynccontextmanager
     async def writes_together(self) -> AsyncIterator[None]:
@@ -61,11 +62,12 @@ class UnitOfWork(kit.UnitOfWork):
             async with super().last_writes():
                 yield
 
-    async def schedule_hold_release(self, booking_id: str, due_at: datetime) -> None:
-        # Never cancelled: it fires and finds the booking no longer pending. Cancelling it
-        # would lock the timer row after the booking row, the opposite of the timer runner.
-        expected = {"booking_id": booking_id, "state": "pending"}
-        await self.schedule(RELEASE_UNPAID_HOLD, booking_id, expected, due_at=due_at)
+    @staticmethod
+    def hold_release(booking_id: str) -> tuple[str, dict[str, str]]:
+        """The timer that releases a card checkout's hold: its kind and what it expects.
+        Never cancelled: it fires and finds the booking no longer pending. Cancelling it
+        would lock the timer row after the booking row, the opposite of the timer runner."""
+        return RELEASE_UNPAID_HOLD, {"booking_id": booking_id, "state": "pending"}
 
 
 UnitOfWorkFactory = kit.UnitOfWorkFactory[UnitOfWork]
@@ -74,8 +76,9 @@ UnitOfWorkFactory = kit.UnitOfWorkFactory[UnitOfWork]
 def checkout_transaction(
     uows: UnitOfWorkFactory, payment_mode: PaymentMode
 ) -> AbstractAsyncContextManager[UnitOfWork]:
-    """A card checkout, the hot path, runs on the driver alone (see transaction_on_driver);
-    a pass checkout debits the ledger through the ORM, in an ordinary transaction."""
+    """A card checkout, the hot path, is one statement on the driver alone (see
+    transaction_on_driver and CardCheckouts); a pass checkout debits the ledger through
+    the ORM, in an ordinary transaction."""
     if payment_mode is PaymentMode.CARD:
         return uows.transaction_on_driver()
     return uows.transaction()
