@@ -83,6 +83,9 @@ def grant_runtime_role(url: str, role: str) -> None:
                 f"GRANT USAGE ON SCHEMA public TO {role}",
                 f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}",
                 f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {role}",
+                # PUBLIC may call functions by default; a database set up without that
+                # default must still let the service call its own (card_checkout).
+                f"GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO {role}",
             ):
                 connection.execute(text(statement))
     finally:

@@ -106,6 +106,16 @@ class SlotRepository:
         rows = await self._session.execute(query.order_by(orm.slots.c.starts_at))
         return [slot_of(row) for row in rows]
 
+    async def require_sellable(self, slot: Slot, at: datetime) -> None:
+        """Refuses a slot that cannot be sold at `at`. The rule is the database's
+        `slot_refusal`, the one place it is written (it decides the card checkout too,
+        inside card_checkout); the caller holds the slot's lock, so the answer stands."""
+        params = {"slot_id": slot.slot_id, "at": at}
+        row = await driver_sql.fetch_one(self._session, _SLOT_REFUSAL, params)
+        refusal = row.refusal if row is not None else "not found"
+        if refusal is not None:
+            raise SlotUnavailable(f"slot {slot.slot_id} {refusal}")
+
     async def save(self, slot: Slot) -> None:
         values = {**slot_values(slot), "slot_id": slot.slot_id, "updated_at": datetime.now(UTC)}
         await driver_sql.execute(self._session, _SAVE_SLOT, values)
@@ -148,6 +158,10 @@ _SAVE_SLOT = driver_sql.update_sql(
     orm.slots,
     ("state", "holder_booking_id", "closed_reason", "price_amount", "currency", "updated_at"),
     by=("slot_id",),
+)
+_SLOT_REFUSAL = (
+    'SELECT slot_refusal("state", "starts_at", %(at)s) AS refusal FROM "slots" '
+    'WHERE "slot_id" = %(slot_id)s'
 )
 _ADD_BOOKING = driver_sql.insert_sql(orm.bookings, tuple(orm.bookings.c.keys()))
 # A replayed checkout reads its booking on the driver too: the card checkout runs without

@@ -91,15 +91,11 @@ class Slot:
     closed_reason: ClosedReason | None = None
 
     def require_available(self) -> None:
+        """The guard of a hold or a booking. Whether a slot may be sold at all (available
+        and not yet begun) is the database's slot_refusal (SlotRepository.require_sellable),
+        the one place that rule is written: the card checkout is decided there."""
         if self.state is not SlotState.AVAILABLE:
             raise SlotUnavailable(f"slot {self.slot_id} is {self.state}")
-
-    def require_bookable_at(self, now: datetime) -> None:
-        """Available and not yet begun: a slot that has started is neither sold nor moved
-        into, so it is unavailable, as a held or booked one is (not a malformed request)."""
-        if now >= self.during.starts_at:
-            raise SlotUnavailable(f"slot {self.slot_id} has already started")
-        self.require_available()
 
     def hold_for(self, booking_id: str) -> None:
         self.require_available()

@@ -44,8 +44,9 @@ async def checkout(uow: UnitOfWork, command: Checkout) -> BookingOutcome:
 async def _hold_for_card(uow: UnitOfWork, command: Checkout) -> BookingOutcome:
     """Decided by the database in one call (CardCheckouts), by the same rules as a pass
     checkout below: the key claimed or its earlier request replayed, the slot sold only
-    if it exists, has not begun and is available; then the booking, pending, holds it
-    until the hold expires, with PaymentRequested and the hold's release timer."""
+    if it exists and the database's slot_refusal finds nothing against it; then the
+    booking, pending, holds it until the hold expires, with PaymentRequested and the
+    hold's release timer."""
     fingerprint = command.fingerprint()
     now = datetime.now(UTC)
     hold = CardHold(
@@ -87,7 +88,7 @@ async def _redeem_pass(uow: UnitOfWork, command: Checkout) -> BookingOutcome:
     if not attempt.is_new:
         return await _replay(uow, command.org_id, attempt, fingerprint)
     slot = locked.slot()
-    slot.require_bookable_at(datetime.now(UTC))
+    await uow.slots.require_sellable(slot, datetime.now(UTC))
     booking = _open_booking(uow, command, slot, attempt.resource_id)
     balance = await uow.passes.lock_existing(booking.org_id) or PassBalance(booking.org_id)
     debited, entry = balance.redeem_one(booking.booking_id)
@@ -157,7 +158,7 @@ async def reschedule_booking(uow: UnitOfWork, command: RescheduleBooking) -> Boo
     old_slot_id, old_window = booking.slot_id, booking.window
     slots = await uow.slots.lock_in_order([old_slot_id, command.new_slot_id])
     new_slot = slots[command.new_slot_id]
-    new_slot.require_bookable_at(datetime.now(UTC))
+    await uow.slots.require_sellable(new_slot, datetime.now(UTC))
     new_slot.book_for(booking.booking_id)
     booking.move_to(new_slot)
     await release_slot(uow, booking.booking_id, slots[old_slot_id])

@@ -141,14 +141,6 @@ def test_late_money_never_confirms_a_cancelled_or_expired_booking() -> None:
     assert not cancelled.is_paid_with("late") and not expired.is_paid_with("late")
 
 
-def test_a_slot_is_bookable_only_before_it_starts() -> None:
-    slot = _slot()
-    slot.require_bookable_at(START - timedelta(seconds=1))
-    for now in (START, START + timedelta(minutes=30)):
-        with pytest.raises(SlotUnavailable, match="has already started"):
-            slot.require_bookable_at(now)
-
-
 @pytest.mark.parametrize(
     ("org", "user", "slot"),
     [

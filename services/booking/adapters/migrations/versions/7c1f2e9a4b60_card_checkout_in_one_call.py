@@ -8,7 +8,8 @@ Create Date: 2026-12-01 22:20:00
 round trip instead of two (the key's claim and the slot's lock, then the writes and the
 commit); `make bench-booking` measured 1.7-1.8 ms of booking CPU per checkout against
 2.4-2.5 ms, on the same machine in the same hour. Its rules are the ones the checkout
-has always had (services/booking/service_layer/handlers.py says which).
+has always had. The rule for selling a slot is `slot_refusal`, the one place it is written:
+the pass checkout and the reschedule ask it too (SlotRepository.require_sellable).
 
 The PaymentRequested event it writes carries the slot's price, which only this statement
 reads: the service sends the event's bytes without it, with the keys of the fields to
@@ -65,6 +66,18 @@ LANGUAGE sql IMMUTABLE STRICT AS $$
 $$;
 """
 
+SLOT_REFUSAL = r"""
+-- Why a slot cannot be sold at `at`, or NULL when it can: a slot is sold only before it
+-- begins, and only while it is available (not held, booked or closed).
+CREATE FUNCTION slot_refusal(state text, starts_at timestamptz, at timestamptz) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT AS $$
+  SELECT CASE
+    WHEN at >= starts_at THEN 'has already started'
+    WHEN state <> 'available' THEN 'is ' || state
+  END
+$$;
+"""
+
 CARD_CHECKOUT = r"""
 -- A card checkout in one statement. Refusals are raised (the statement's writes go with
 -- them): LF404 the slot does not exist; LF409 it has started or is not available.
@@ -82,6 +95,7 @@ RETURNS TABLE (
 LANGUAGE plpgsql AS $$
 DECLARE
   slot slots%ROWTYPE;
+  refusal text;
 BEGIN
   -- 1. The key. A first request claims it; a repeat waits for the first to end and gets
   --    what it claimed, to replay it or refuse it (the caller compares fingerprints).
@@ -98,18 +112,14 @@ BEGIN
     RETURN;
   END IF;
 
-  -- 2. The slot, locked: sold only if it exists, has not begun and is available.
+  -- 2. The slot, locked: sold only if it exists and slot_refusal finds nothing against it.
   SELECT * INTO slot FROM slots WHERE slots.slot_id = p_slot_id FOR UPDATE;
   IF NOT FOUND THEN
     RAISE EXCEPTION USING ERRCODE = 'LF404', MESSAGE = format('slot %s not found', p_slot_id);
   END IF;
-  IF p_decided_at >= slot.starts_at THEN
-    RAISE EXCEPTION USING ERRCODE = 'LF409',
-      MESSAGE = format('slot %s has already started', p_slot_id);
-  END IF;
-  IF slot.state <> 'available' THEN
-    RAISE EXCEPTION USING ERRCODE = 'LF409',
-      MESSAGE = format('slot %s is %s', p_slot_id, slot.state);
+  refusal := slot_refusal(slot.state, slot.starts_at, p_decided_at);
+  IF refusal IS NOT NULL THEN
+    RAISE EXCEPTION USING ERRCODE = 'LF409', MESSAGE = format('slot %s %s', p_slot_id, refusal);
   END IF;
 
   -- 3. The booking, pending payment, with its snapshots of the slot; the slot held for it.
@@ -146,10 +156,17 @@ END $$;
 
 def upgrade() -> None:
     op.execute(PROTOBUF)
+    op.execute(SLOT_REFUSAL)
     op.execute(CARD_CHECKOUT)
 
 
 def downgrade() -> None:
     op.execute("DROP FUNCTION card_checkout")
-    for function in ("finished_envelope", "protobuf_money", "protobuf_field", "protobuf_varint"):
+    for function in (
+        "slot_refusal",
+        "finished_envelope",
+        "protobuf_money",
+        "protobuf_field",
+        "protobuf_varint",
+    ):
         op.execute(f"DROP FUNCTION {function}")
