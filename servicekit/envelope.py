@@ -61,7 +61,7 @@ def unfinished(
         field_key(EventEnvelope.DESCRIPTOR.fields_by_name["payload"]),
         any_head.SerializeToString(),
         field_key(any_pb2.Any.DESCRIPTOR.fields_by_name["value"]),
-        event.SerializeToString(),
+        whole.payload.value,  # the event's bytes, as wrap packed them
         field_key(cast(FieldDescriptor, event.DESCRIPTOR.fields_by_name[missing])),
     ]
 

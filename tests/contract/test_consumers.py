@@ -14,7 +14,7 @@ from liftfit.payment.v1 import events_pb2 as payment_events
 from servicekit.inbox import Inbox
 from servicekit.records import Delivery
 from services.access.domain.model import GrantState
-from services.booking.domain.model import Booking, BookingState, PaymentMode
+from services.booking.domain.model import Booking, BookingState, PaymentMode, SlotState
 from tests.access.harness import DEVICE, AccessHarness
 from tests.booking.harness import BookingHarness
 from tests.contract import golden_samples as golden
@@ -53,7 +53,7 @@ async def _pending_booking(harness: BookingHarness, booking_id: str) -> None:
     [slot_message] = await harness.space_with_slots(1)
     async with harness.app.uows.transaction() as uow:
         slot = await uow.slots.lock(slot_message.slot_id)
-        slot.hold_for(booking_id)
+        slot.state, slot.holder = SlotState.HELD, booking_id  # as card_checkout holds it
         await uow.bookings.add(
             Booking(
                 booking_id=booking_id,

@@ -25,6 +25,7 @@ from services.booking.domain.model import Booking, CardHold, Money, TimeRange
 
 _PARAMETERS = (
     "org_id",
+    "operation",
     "key_hash",
     "fingerprint",
     "booking_id",
@@ -54,6 +55,8 @@ _DECIDE = "SELECT * FROM card_checkout({})".format(
 _MONEY_KEYS = [
     envelope.field_key(ev.Money.DESCRIPTOR.fields_by_name[f]) for f in ("amount", "currency")
 ]
+# The key's operation: the pass checkout claims under the same, so one key cannot be both.
+OPERATION = "checkout"
 # The database's refusals (card_checkout raises them with these SQLSTATEs).
 _SLOT_NOT_FOUND, _SLOT_UNAVAILABLE = "LF404", "LF409"
 
@@ -83,7 +86,8 @@ class CardCheckouts:
         )
         params = {
             "org_id": hold.org_id,
-            "key_hash": self._keys.hashed(hold.org_id, "checkout", key),
+            "operation": OPERATION,
+            "key_hash": self._keys.hashed(hold.org_id, OPERATION, key),
             "fingerprint": fingerprint,
             "booking_id": hold.booking_id,
             "user": hold.user,

@@ -91,15 +91,11 @@ class Slot:
     closed_reason: ClosedReason | None = None
 
     def require_available(self) -> None:
-        """The guard of a hold or a booking. Whether a slot may be sold at all (available
-        and not yet begun) is the database's slot_refusal (SlotRepository.require_sellable),
-        the one place that rule is written: the card checkout is decided there."""
+        """The guard of a booking. Whether a slot may be sold at all (available and not yet
+        begun) is the database's slot_refusal (SlotRepository.require_sellable), the one
+        place that rule is written; a card checkout's hold is made there too (card_checkout)."""
         if self.state is not SlotState.AVAILABLE:
             raise SlotUnavailable(f"slot {self.slot_id} is {self.state}")
-
-    def hold_for(self, booking_id: str) -> None:
-        self.require_available()
-        self.state, self.holder = SlotState.HELD, booking_id
 
     def book_for(self, booking_id: str) -> None:
         self.require_available()

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from servicekit import tracing
 from servicekit.idempotency import Claim
 from servicekit.refusals import IdempotencyConflict
+from services.booking.adapters.card_checkouts import OPERATION as CHECKOUT
 from services.booking.domain.commands import CancelBooking, Checkout, RescheduleBooking
 from services.booking.domain.model import (
     Booking,
@@ -81,7 +82,7 @@ async def _redeem_pass(uow: UnitOfWork, command: Checkout) -> BookingOutcome:
     # nothing, and spares every first attempt a round trip.
     async with uow.reads_together():
         claim = await uow.idempotency.send_claim(
-            command.org_id, "checkout", command.idempotency_key, fingerprint, str(uuid.uuid4())
+            command.org_id, CHECKOUT, command.idempotency_key, fingerprint, str(uuid.uuid4())
         )
         locked = await uow.slots.send_lock(command.slot_id)
     attempt = await claim.result()

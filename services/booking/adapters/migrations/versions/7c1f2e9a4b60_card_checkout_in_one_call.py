@@ -82,7 +82,7 @@ CARD_CHECKOUT = r"""
 -- A card checkout in one statement. Refusals are raised (the statement's writes go with
 -- them): LF404 the slot does not exist; LF409 it has started or is not available.
 CREATE FUNCTION card_checkout(
-  p_org_id text, p_key_hash bytea, p_fingerprint bytea, p_booking_id uuid, p_user text,
+  p_org_id text, p_operation text, p_key_hash bytea, p_fingerprint bytea, p_booking_id uuid, p_user text,
   p_slot_id uuid, p_party_size int, p_terms_version text, p_trace_id text,
   p_contact_email text, p_contact_locale text, p_decided_at timestamptz,
   p_hold_expires_at timestamptz, p_effect_id uuid, p_topic text, p_event_type text,
@@ -100,14 +100,14 @@ BEGIN
   -- 1. The key. A first request claims it; a repeat waits for the first to end and gets
   --    what it claimed, to replay it or refuse it (the caller compares fingerprints).
   INSERT INTO idempotency_keys (org_id, operation, key_hash, fingerprint, resource_id)
-  VALUES (p_org_id, 'checkout', p_key_hash, p_fingerprint, p_booking_id::text)
+  VALUES (p_org_id, p_operation, p_key_hash, p_fingerprint, p_booking_id::text)
   ON CONFLICT (org_id, operation, key_hash) DO NOTHING;
   IF NOT FOUND THEN
     RETURN QUERY
       SELECT k.fingerprint, k.resource_id, NULL::uuid, NULL::timestamptz,
              NULL::timestamptz, NULL::bigint, NULL::text
       FROM idempotency_keys k
-      WHERE k.org_id = p_org_id AND k.operation = 'checkout' AND k.key_hash = p_key_hash
+      WHERE k.org_id = p_org_id AND k.operation = p_operation AND k.key_hash = p_key_hash
       FOR UPDATE;
     RETURN;
   END IF;
