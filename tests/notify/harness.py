@@ -31,13 +31,15 @@ from servicekit.protobuf import timestamp
 from services.access.domain.errors import PinNotActive
 from services.notify.adapters import orm
 from services.notify.bootstrap import NotifyApp
-from services.notify.domain.model import message_id
+from services.notify.domain.model import DeliveryState, message_id
 from tests.support.sandboxes import MailSandbox
 from tests.support.topics import PLATFORM_TOPICS
 from tests.support.waiting import eventually
 
 TOPICS = PLATFORM_TOPICS
 PRODUCERS = {"booking.events": "booking", "payment.events": "payment", "access.events": "access"}
+# States no send job leaves behind: sent, failed and unknown.
+_SETTLED = (DeliveryState.SENT, DeliveryState.FAILED, DeliveryState.UNKNOWN)
 
 
 def new_id() -> str:
@@ -213,21 +215,32 @@ class NotifyHarness:
         return found
 
     async def delivery_in(self, key: str, state: str, within: float = 15) -> npb.Delivery:
+        """The delivery once it is in `state`; in a settled one, once its job is over too."""
+
         async def reached() -> npb.Delivery | None:
             found = await self.delivery(key)
-            return found if found.state == state else None
+            return found if found.state == state and await self._job_over(found) else None
 
         return await eventually(reached, within)
 
     async def deliveries_when(
         self, booking_id: str, count: int, state: str, within: float = 20
     ) -> list[npb.Delivery]:
+        """A booking's `count` deliveries once all are in `state` (and settled, as above)."""
+
         async def reached() -> list[npb.Delivery] | None:
             found = await self.deliveries_of(booking_id)
-            done = [d for d in found if d.state == state]
+            done = [d for d in found if d.state == state and await self._job_over(d)]
             return found if len(found) == count and len(done) == count else None
 
         return await eventually(reached, within)
+
+    async def _job_over(self, delivery: npb.Delivery) -> bool:
+        # A send job writes its outcome, then marks its timer fired in a transaction of its
+        # own (servicekit.timers): a settled delivery's job is over once that commits too.
+        if delivery.state not in _SETTLED:
+            return True
+        return not await self.sends_pending(delivery.delivery_key)
 
     async def sends_pending(self, key: str) -> bool:
         timers = orm.eventing.timers
