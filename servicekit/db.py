@@ -16,6 +16,8 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from servicekit import driver_pool
+
 
 @dataclass(frozen=True)
 class Timeouts:
@@ -38,7 +40,8 @@ class Timeouts:
 
 def make_engine(url: str, pool_size: int = 10, timeouts: Timeouts | None = None) -> AsyncEngine:
     timeouts = timeouts or Timeouts()
-    return create_async_engine(
+    connect = {"connect_timeout": timeouts.connect_s, "options": timeouts.server_options()}
+    engine = create_async_engine(
         url,
         pool_size=pool_size,
         max_overflow=pool_size,
@@ -49,8 +52,12 @@ def make_engine(url: str, pool_size: int = 10, timeouts: Timeouts | None = None)
         pool_pre_ping=False,
         pool_timeout=timeouts.pool_wait_s,
         hide_parameters=True,
-        connect_args={"connect_timeout": timeouts.connect_s, "options": timeouts.server_options()},
+        connect_args=connect,
     )
+    # The hot paths' statements on the driver borrow from a pool of their own beside it
+    # (servicekit.driver_pool), on the same database with the same time-outs.
+    driver_pool.attach(engine, pool_size, timeouts.pool_wait_s, **connect)
+    return engine
 
 
 def make_session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:

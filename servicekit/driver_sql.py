@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Iterator, Mapping
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,9 +28,8 @@ from sqlalchemy import Table
 from sqlalchemy.engine.interfaces import PoolProxiedConnection
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
-from sqlalchemy.util import greenlet_spawn
 
-from servicekit import tracing
+from servicekit import driver_pool, tracing
 
 Params = Mapping[str, Any]
 
@@ -60,7 +59,7 @@ class _Held:
 
     transaction: object  # the session's transaction, or _HANDED_OVER
     driver: psycopg.AsyncConnection[Any]
-    kept: dict[Any, Any]  # the pool's dictionary for this connection, as long as it lives
+    kept: dict[Any, Any]  # what is cached for this connection, as long as it lives
     committed: bool = False
 
 
@@ -92,37 +91,24 @@ async def _held(session: AsyncSession) -> _Held:
     return held
 
 
-def hand_over(session: AsyncSession, pooled: PoolProxiedConnection) -> None:
+def hand_over(session: AsyncSession, lent: driver_pool.Lent) -> None:
     """Gives a session the pooled connection it runs on up front, so the hot path never
     asks SQLAlchemy for it (see UnitOfWorkFactory.transaction_on_driver)."""
-    session.info[_DRIVER] = _Held(_HANDED_OVER, _driver_of(pooled), pooled.info)
+    session.info[_DRIVER] = _Held(_HANDED_OVER, lent.driver, lent.kept)
 
 
-@asynccontextmanager
-async def autocommit(engine: AsyncEngine) -> AsyncIterator[PoolProxiedConnection]:
-    """A pooled connection in autocommit mode, without an ORM session; it goes back to
-    the pool as the pool lent it (not in autocommit mode), or is discarded if it broke."""
-    # The pool raises the driver's own error when it cannot connect (an engine's connect()
-    # would have translated it); raised as SQLAlchemy's, an outage is told as one.
-    with _as_sqlalchemy_errors("connect", None):
-        pooled = await engine.raw_connection()
-    driver = _driver_of(pooled)
-    try:
-        await driver.set_autocommit(True)  # no round trip: psycopg only notes it
-        yield pooled
-    finally:
-        try:
-            await driver.set_autocommit(False)
-        except psycopg.Error:
-            pooled.invalidate()
-        await greenlet_spawn(pooled.close)  # the pool's reset runs the driver's rollback
+def autocommit(engine: AsyncEngine) -> AbstractAsyncContextManager[driver_pool.Lent]:
+    """A connection in autocommit mode from the engine's driver pool, without an ORM
+    session (servicekit.driver_pool); one that comes back broken or inside a
+    transaction is closed, not lent again."""
+    return driver_pool.of(engine).connection()
 
 
 async def any_row(engine: AsyncEngine, sql: str, params: Params) -> bool:
     """Whether a query finds a row, asked outside any transaction in one round trip."""
-    async with autocommit(engine) as pooled:
+    async with autocommit(engine) as lent:
         with _as_sqlalchemy_errors(sql, params):
-            cursor = await _driver_of(pooled).execute(sql, params, prepare=False)
+            cursor = await lent.driver.execute(sql, params, prepare=False)
             return await cursor.fetchone() is not None
 
 

@@ -25,6 +25,7 @@ import grpc
 import uvloop
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from servicekit import driver_pool
 from servicekit.config import refuse_to_start_on_bad_settings
 from servicekit.grpc_server import Health, Registration, start_server
 from servicekit.kafka import ProducerLink
@@ -94,6 +95,7 @@ class ServiceRuntime:
         if self.metrics is not None:
             await self.metrics.stop()
         await self.producer.close()
+        await driver_pool.close(self.engine)
         await self.engine.dispose()
 
     async def serve_until_stopped(self) -> None:

@@ -129,9 +129,9 @@ class UnitOfWorkFactory(Generic[U]):
         (GetBooking) is consistent by itself, and a server-side function (the booking
         service's card checkout) is one transaction by itself; nothing is left to commit.
         """
-        async with driver_sql.autocommit(self.sessions.kw["bind"]) as pooled:
-            session = AsyncSession()
-            driver_sql.hand_over(session, pooled)
+        async with driver_sql.autocommit(self.sessions.kw["bind"]) as lent:
+            session = lent.session  # the connection's own, bound to nothing
+            driver_sql.hand_over(session, lent)
             try:
                 yield self._build(session)
                 await driver_sql.end_transaction(session, commit=True)
