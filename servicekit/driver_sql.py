@@ -36,6 +36,7 @@ Params = Mapping[str, Any]
 __all__ = [
     "Jsonb",
     "Queued",
+    "alone",
     "any_row",
     "autocommit",
     "commit_in_pipeline",
@@ -102,6 +103,16 @@ def autocommit(engine: AsyncEngine) -> AbstractAsyncContextManager[driver_pool.L
     session (servicekit.driver_pool); one that comes back broken or inside a
     transaction is closed, not lent again."""
     return driver_pool.of(engine).connection()
+
+
+async def alone(engine: AsyncEngine, sql: str, params: Params) -> list[Any]:
+    """The rows of one statement that is a transaction by itself (autocommit), in one
+    round trip: a session's BEGIN and COMMIT around it would be two more."""
+    async with autocommit(engine) as lent:
+        with _as_sqlalchemy_errors(sql, params):
+            async with lent.driver.cursor(row_factory=namedtuple_row) as cursor:
+                await cursor.execute(sql, params)
+                return await cursor.fetchall()
 
 
 async def any_row(engine: AsyncEngine, sql: str, params: Params) -> bool:

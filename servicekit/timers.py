@@ -191,8 +191,9 @@ class TimerRunner:
     async def _claim(self, limit: int) -> list[DueTimer]:
         lease = uuid.uuid4()
         params = {"limit": limit, "lease": lease, "lease_s": self._lease_s}
-        async with self._sessions() as session, session.begin():
-            rows = await driver_sql.fetch_all(session, self._claim_sql, params)
+        # One statement, committed by itself: an idle runner claims five times a second,
+        # and a session's transaction around it took four round trips instead of one.
+        rows = await driver_sql.alone(self._sessions.kw["bind"], self._claim_sql, params)
         return [_due_timer(row, lease) for row in rows]
 
     async def _fire(self, timer: DueTimer) -> None:
