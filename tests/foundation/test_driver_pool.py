@@ -1,0 +1,98 @@
+"""The driver pool lends only healthy connections and fails an outage at once."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+
+import psycopg
+import pytest
+from psycopg.pq import TransactionStatus
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from servicekit import db, driver_pool
+from servicekit.faults import Fault, classify
+
+CLOSED_PORT_URL = "postgresql+psycopg://liftfit_app:liftfit_app@127.0.0.1:1/nothing"
+
+
+@pytest.fixture
+async def engine(new_database: Callable[[str], str]) -> AsyncIterator[AsyncEngine]:
+    engine = db.make_engine(new_database("driver_pool"), pool_size=1)
+    yield engine
+    await driver_pool.close(engine)
+    await engine.dispose()
+
+
+async def _backend_pid(engine: AsyncEngine) -> int:
+    async with driver_pool.of(engine).connection() as lent:
+        assert lent.driver.autocommit
+        assert lent.driver.info.transaction_status == TransactionStatus.IDLE
+        return lent.driver.info.backend_pid
+
+
+async def test_a_healthy_connection_is_lent_again_with_a_clean_session(
+    engine: AsyncEngine,
+) -> None:
+    async with driver_pool.of(engine).connection() as lent:
+        lent.session.info["left"] = "by a request"
+        first = lent.driver.info.backend_pid
+    async with driver_pool.of(engine).connection() as lent:
+        assert lent.driver.info.backend_pid == first
+        assert "left" not in lent.session.info
+
+
+async def test_a_connection_given_back_inside_a_transaction_is_closed(
+    engine: AsyncEngine,
+) -> None:
+    async with driver_pool.of(engine).connection() as lent:
+        await lent.driver.execute("BEGIN")
+        left_open = lent.driver
+        first = lent.driver.info.backend_pid
+    assert left_open.closed
+    assert await _backend_pid(engine) != first
+
+
+async def test_a_connection_that_died_fails_once_and_is_replaced(engine: AsyncEngine) -> None:
+    dead = await _backend_pid(engine)
+    async with engine.connect() as other:
+        killer = (await other.get_raw_connection()).driver_connection
+        assert killer is not None
+        await killer.execute(f"SELECT pg_terminate_backend({dead})")
+    with pytest.raises(psycopg.OperationalError):
+        async with driver_pool.of(engine).connection() as lent:
+            await lent.driver.execute("SELECT 1")
+    assert lent.driver.closed
+    assert await _backend_pid(engine) not in (dead, 0)
+
+
+async def test_a_full_pool_makes_a_borrower_wait_then_fails_as_an_outage(
+    new_database: Callable[[str], str],
+) -> None:
+    engine = db.make_engine(new_database("driver_pool_full"), pool_size=1)
+    pool = driver_pool.of(engine)
+    pool._wait_s = 0.3  # the default (10 s) would only slow the test
+    try:
+        async with pool.connection():
+            started = time.monotonic()
+            with pytest.raises(sa_exc.TimeoutError) as waited:
+                async with pool.connection():
+                    pass
+            assert time.monotonic() - started >= 0.25
+        assert classify(waited.value) is Fault.OUTAGE
+        assert await _backend_pid(engine) > 0  # the slot came free again
+    finally:
+        await driver_pool.close(engine)
+        await engine.dispose()
+
+
+async def test_an_unreachable_database_fails_at_once_as_an_outage() -> None:
+    engine = db.make_engine(CLOSED_PORT_URL)
+    started = time.monotonic()
+    with pytest.raises(sa_exc.OperationalError) as refused:
+        async with driver_pool.of(engine).connection():
+            pass
+    assert time.monotonic() - started < 5  # not the pool's wait for a free connection
+    assert classify(refused.value) is Fault.OUTAGE
+    await engine.dispose()
