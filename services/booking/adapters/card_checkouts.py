@@ -48,9 +48,12 @@ _PARAMETERS = (
     "timer_kind",
     "timer_expects",
 )
+# Bytes travel in binary (%b): as text psycopg escapes every byte into hex first, which
+# cost 40-70 µs of a call's 500-600 (sequential, measured side by side).
+_BINARY = frozenset(("key_hash", "fingerprint", "event", "money_keys"))
 # Named arguments: the order above is free, and each value says which parameter it is.
 _DECIDE = "SELECT * FROM card_checkout({})".format(
-    ", ".join(f"p_{name} => %({name})s" for name in _PARAMETERS)
+    ", ".join(f"p_{name} => %({name}){'b' if name in _BINARY else 's'}" for name in _PARAMETERS)
 )
 _MONEY_KEYS = [
     envelope.field_key(ev.Money.DESCRIPTOR.fields_by_name[f]) for f in ("amount", "currency")
