@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 
@@ -9,6 +10,7 @@ import psycopg
 import pytest
 from psycopg.pq import TransactionStatus
 from sqlalchemy import exc as sa_exc
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from servicekit import db, driver_pool
@@ -96,3 +98,42 @@ async def test_an_unreachable_database_fails_at_once_as_an_outage() -> None:
     assert time.monotonic() - started < 5  # not the pool's wait for a free connection
     assert classify(refused.value) is Fault.OUTAGE
     await engine.dispose()
+
+
+async def test_a_borrower_cancelled_mid_statement_frees_its_slot_and_the_statement_stops(
+    engine: AsyncEngine,
+) -> None:
+    # A caller hanging up cancels its handler's task: psycopg cancels the statement in the
+    # server too (a checkout rolls back) and the connection is idle again, fit to lend.
+    pool = driver_pool.of(engine)  # one connection
+    pool._wait_s = 1.0  # a slot that leaked would fail the next borrower in a second
+    started = asyncio.Event()
+    pids: list[int] = []
+
+    async def caller_who_hangs_up() -> None:
+        async with pool.connection() as lent:
+            pids.append(lent.driver.info.backend_pid)
+            started.set()
+            await lent.driver.execute("SELECT pg_sleep(30)")
+
+    call = asyncio.create_task(caller_who_hangs_up())
+    await started.wait()
+    await _running_on(engine, pids[0])
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert await _backend_pid(engine) == pids[0]  # idle, in autocommit, lent again
+    assert await _state_of(engine, pids[0]) == "idle"  # the sleep was cancelled, not waited
+
+
+async def _state_of(engine: AsyncEngine, pid: int) -> str | None:
+    query = text("SELECT state FROM pg_stat_activity WHERE pid = :pid")
+    async with engine.connect() as watcher:
+        state: str | None = (await watcher.execute(query, {"pid": pid})).scalar_one_or_none()
+        return state
+
+
+async def _running_on(engine: AsyncEngine, pid: int) -> None:
+    """Until the backend is running the statement, as the server reports it."""
+    while await _state_of(engine, pid) != "active":
+        await asyncio.sleep(0.01)
