@@ -109,10 +109,7 @@ async def alone(engine: AsyncEngine, sql: str, params: Params) -> list[Any]:
     """The rows of one statement that is a transaction by itself (autocommit), in one
     round trip: a session's BEGIN and COMMIT around it would be two more."""
     async with autocommit(engine) as lent:
-        with _as_sqlalchemy_errors(sql, params):
-            async with lent.driver.cursor(row_factory=namedtuple_row) as cursor:
-                await cursor.execute(sql, params)
-                return await cursor.fetchall()
+        return await _rows(lent.driver, sql, params)
 
 
 async def any_row(engine: AsyncEngine, sql: str, params: Params) -> bool:
@@ -164,7 +161,12 @@ async def fetch_all(
 ) -> list[Any]:
     """Every row as a named tuple (columns as attributes). `binary` asks for the binary
     result format: bytea arrives as it is stored, not as hex text twice its size."""
-    driver = await driver_connection(session)
+    return await _rows(await driver_connection(session), sql, params, binary)
+
+
+async def _rows(
+    driver: psycopg.AsyncConnection[Any], sql: str, params: Params, binary: bool = False
+) -> list[Any]:
     with _as_sqlalchemy_errors(sql, params):
         async with driver.cursor(row_factory=namedtuple_row) as cursor:
             await cursor.execute(sql, params, binary=binary)
