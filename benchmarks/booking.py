@@ -3,12 +3,16 @@
     make bench-booking      (.venv/bin/python -m benchmarks.booking)
 
 Takes a migrated database and a topic prefix from the test infrastructure helpers and
-starts the booking service in-process, as its process runs (uvloop, tracing, the runtime
-role, the relay and the other workers included). Then:
+starts the booking service as deploy/k8s/booking.yaml runs it: two replicas, each a process
+as the service's own runs (uvloop, tracing, the runtime role, the relay and the other
+workers included), the first in this process. Both serve one port (gRPC binds it with
+SO_REUSEPORT), and the kernel spreads ghz's connections over them. BENCH_REPLICAS=1 runs
+the service in this process alone. Then:
 
-1. ghz (the standard gRPC load generator, a native program like pgbench's own client)
-   makes 32 concurrent clients check out distinct slots by card;
-2. ghz makes 200 callers race for one slot with 200 different keys: exactly one may win;
+1. ghz (the standard gRPC load generator, a native program like pgbench's own client, on
+   one OS thread) makes 32 concurrent clients check out distinct slots by card;
+2. ghz makes 200 callers race for one slot with 200 different keys: exactly one may win,
+   whichever replica each caller reaches;
 3. pgbench's TPC-B-like run, 32 clients at scale 10, on the same server right after.
 
 Prints the figures and where the machine's CPU went during the checkout phase; the last
@@ -18,15 +22,20 @@ line is one JSON object.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
+import multiprocessing
 import os
 import re
 import statistics
 import subprocess
 import tempfile
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from multiprocessing.synchronize import Event
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -56,6 +65,9 @@ if TYPE_CHECKING:  # the async stub exists only in the type stubs
 
 CLIENTS = 32
 RACERS = 200
+REPLICAS = int(os.environ.get("BENCH_REPLICAS", "2"))  # deploy/k8s/booking.yaml's replicas
+CONNECTIONS = 8  # ghz's connections, which the kernel spreads over the replicas
+REPLICA_START_S = 60.0
 CHECKOUTS = int(os.environ.get("BENCH_CHECKOUTS", "4000"))
 SECONDS = int(os.environ.get("BENCH_SECONDS", "10"))  # pgbench's run
 PGBENCH = os.environ.get("PGBENCH", "/usr/lib/postgresql/15/bin/pgbench")
@@ -89,6 +101,10 @@ async def _ghz(target: str, data: list[dict[str, Any]] | dict[str, Any], *args: 
         f"--data-file={data_file.name}",
         "--format=json",
         "--skipFirst=0",
+        # One OS thread, as pgbench runs each of its own: Go's scheduler on two threads
+        # spent a quarter more CPU per call on these cores.
+        "--cpus=1",
+        f"--connections={CONNECTIONS}",
         *args,
         target,
     ]
@@ -136,6 +152,45 @@ async def _create_slots(stub: BookingServiceAsyncStub, count: int) -> list[str]:
     return slot_ids
 
 
+def _replica(settings: Settings, ready: Event, stopping: Event) -> None:
+    """Another replica of the service, in a process of its own (multiprocessing's target)."""
+    configure_tracing("booking")
+    run_event_loop(_serve_replica(settings, ready, stopping))
+
+
+async def _serve_replica(settings: Settings, ready: Event, stopping: Event) -> None:
+    app = bootstrap(settings)
+    await app.start()
+    ready.set()
+    try:
+        await asyncio.to_thread(stopping.wait)
+    finally:
+        await app.stop()
+
+
+@asynccontextmanager
+async def _other_replicas(settings: Settings, count: int) -> AsyncIterator[list[int]]:
+    """Starts `count` more replicas serving `settings.grpc_address`; yields their pids."""
+    context = multiprocessing.get_context("spawn")  # gRPC's threads do not survive fork
+    stopping = context.Event()
+    started: list[multiprocessing.process.BaseProcess] = []
+    try:
+        for _ in range(count):
+            ready = context.Event()
+            replica = context.Process(target=_replica, args=(settings, ready, stopping))
+            replica.start()
+            started.append(replica)
+            if not await asyncio.to_thread(ready.wait, REPLICA_START_S):
+                raise RuntimeError(f"a replica did not start in {REPLICA_START_S:.0f} s")
+        yield [process.pid for process in started if process.pid is not None]
+    finally:
+        stopping.set()
+        for process in started:
+            await asyncio.to_thread(process.join, REPLICA_START_S)
+            if process.is_alive():
+                process.kill()
+
+
 @dataclass(frozen=True)
 class CheckoutFigures:
     checkouts: Run
@@ -158,17 +213,19 @@ async def measure_checkouts(database_url: str, kafka: str) -> CheckoutFigures:
     app = bootstrap(settings)
     await app.start()
     grpc_channel = channel(app.grpc_target)
+    others = dataclasses.replace(settings, grpc_address=app.grpc_target)
     try:
-        slots = await _create_slots(BookingServiceStub(grpc_channel), CHECKOUTS + 1)
-        org = str(uuid.uuid4())
-        data = [_checkout(org, slot, f"k-{i}") for i, slot in enumerate(slots[:CHECKOUTS])]
-        before = bench_cpu.sample()
-        checkouts = await _ghz(
-            app.grpc_target, data, f"--concurrency={CLIENTS}", f"--total={CHECKOUTS}"
-        )
-        cpu = bench_cpu.spent(before, bench_cpu.sample(), len(checkouts.latencies))
-        racers = [_checkout(org, slots[-1], f"race-{i}") for i in range(RACERS)]
-        race = await _ghz(app.grpc_target, racers, f"--concurrency={RACERS}", f"--total={RACERS}")
+        async with _other_replicas(others, REPLICAS - 1) as replicas:
+            slots = await _create_slots(BookingServiceStub(grpc_channel), CHECKOUTS + 1)
+            org = str(uuid.uuid4())
+            data = [_checkout(org, slot, f"k-{i}") for i, slot in enumerate(slots[:CHECKOUTS])]
+            before = bench_cpu.sample(replicas)
+            load = (f"--concurrency={CLIENTS}", f"--total={CHECKOUTS}")
+            checkouts = await _ghz(app.grpc_target, data, *load)
+            cpu = bench_cpu.spent(before, bench_cpu.sample(replicas), len(checkouts.latencies))
+            racers = [_checkout(org, slots[-1], f"race-{i}") for i in range(RACERS)]
+            load = (f"--concurrency={RACERS}", f"--total={RACERS}")
+            race = await _ghz(app.grpc_target, racers, *load)
     finally:
         await grpc_channel.close(grace=None)
         await app.stop()
@@ -196,7 +253,10 @@ def _print_and_summarise(figures: CheckoutFigures, tps: float) -> dict[str, floa
     ok = sum(status == "OK" for status in checkouts.statuses)
     rate = ok / checkouts.elapsed
     winners = sum(status == "OK" for status in race.statuses)
-    print(f"checkout over gRPC (ghz), {CLIENTS} clients, distinct slots: {rate:.0f}/s")
+    print(
+        f"checkout over gRPC (ghz), {CLIENTS} clients, distinct slots, {REPLICAS} "
+        f"replica(s): {rate:.0f}/s"
+    )
     print(
         f"  {ok} of {len(checkouts.statuses)} OK; latency p50 "
         f"{checkouts.percentile_ms(0.5):.1f} ms, p99 {checkouts.percentile_ms(0.99):.1f} ms"

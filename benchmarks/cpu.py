@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,19 +25,20 @@ class CpuSample:
     wall: float  # monotonic seconds when the sample was taken
 
 
-def sample() -> CpuSample | None:
-    """The counters now; None where /proc is not there (not Linux)."""
+def sample(replicas: Collection[int] = ()) -> CpuSample | None:
+    """The counters now; None where /proc is not there (not Linux). The processes in
+    `replicas` (the service's other replicas) count as this one."""
     if not Path("/proc/stat").exists():
         return None
     by_process: dict[str, tuple[str, int]] = {}
-    me = str(os.getpid())
+    selves = {str(os.getpid()), *map(str, replicas)}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             text = stat.read_text()
         except OSError:
             continue  # the process ended meanwhile
         name = text[text.index("(") + 1 : text.rindex(")")]
-        name = SELF if stat.parent.name == me else name
+        name = SELF if stat.parent.name in selves else name
         fields = text[text.rindex(")") + 2 :].split()
         by_process[stat.parent.name] = (name, int(fields[11]) + int(fields[12]))
     user, nice, system, _idle, _iowait, irq, softirq = (
@@ -48,7 +50,8 @@ def sample() -> CpuSample | None:
     return CpuSample(by_process, busy, os.cpu_count() or 1, children, time.monotonic())
 
 
-SELF = "booking service"  # this process: the benchmark runs the service in-process
+# This process (the benchmark runs the service in-process) and the service's other replicas.
+SELF = "booking service"
 
 
 @dataclass(frozen=True)
