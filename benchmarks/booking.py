@@ -30,6 +30,7 @@ import re
 import statistics
 import subprocess
 import tempfile
+import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -168,6 +169,16 @@ async def _serve_replica(settings: Settings, ready: Event, stopping: Event) -> N
         await app.stop()
 
 
+async def _serving(replica: multiprocessing.process.BaseProcess, ready: Event) -> None:
+    """Waits until the replica serves; a replica that exits or hangs fails the run at once."""
+    deadline = time.monotonic() + REPLICA_START_S
+    while not await asyncio.to_thread(ready.wait, 0.5):
+        if not replica.is_alive():
+            raise RuntimeError(f"a replica exited with {replica.exitcode} before serving")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"a replica did not serve within {REPLICA_START_S:.0f} s")
+
+
 @asynccontextmanager
 async def _other_replicas(settings: Settings, count: int) -> AsyncIterator[list[int]]:
     """Starts `count` more replicas serving `settings.grpc_address`; yields their pids."""
@@ -180,8 +191,7 @@ async def _other_replicas(settings: Settings, count: int) -> AsyncIterator[list[
             replica = context.Process(target=_replica, args=(settings, ready, stopping))
             replica.start()
             started.append(replica)
-            if not await asyncio.to_thread(ready.wait, REPLICA_START_S):
-                raise RuntimeError(f"a replica did not start in {REPLICA_START_S:.0f} s")
+            await _serving(replica, ready)
         yield [process.pid for process in started if process.pid is not None]
     finally:
         stopping.set()
