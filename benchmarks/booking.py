@@ -3,11 +3,11 @@
     make bench-booking      (.venv/bin/python -m benchmarks.booking)
 
 Takes a migrated database and a topic prefix from the test infrastructure helpers and
-starts the booking service as deploy/k8s/booking.yaml runs it: two replicas, each a process
-as the service's own runs (uvloop, tracing, the runtime role, the relay and the other
-workers included), the first in this process. Both serve one port (gRPC binds it with
-SO_REUSEPORT), and the kernel spreads ghz's connections over them. BENCH_REPLICAS=1 runs
-the service in this process alone. Then:
+starts the booking service as deploy/k8s/booking.yaml runs it: two replicas (uvloop,
+tracing, the runtime role, the relay and the other workers included), one in this process,
+the other the service's own process (`python -m services.booking`, its log in a temporary
+folder). Both serve one port (gRPC binds it with SO_REUSEPORT), and the kernel spreads ghz's
+connections over them. BENCH_REPLICAS=1 runs the service in this process alone. Then:
 
 1. ghz (the standard gRPC load generator, a native program like pgbench's own client, on
    one OS thread) makes 32 concurrent clients check out distinct slots by card;
@@ -22,21 +22,17 @@ line is one JSON object.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
-import multiprocessing
 import os
 import re
 import statistics
 import subprocess
 import tempfile
-import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from multiprocessing.synchronize import Event
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -59,6 +55,8 @@ from tests.support.infrastructure import (
     drop_database,
     ensure_infrastructure,
 )
+from tests.support.processes import ServiceProcess
+from tests.support.sandboxes import free_port
 from tests.support.topics import create_topics
 
 if TYPE_CHECKING:  # the async stub exists only in the type stubs
@@ -153,52 +151,41 @@ async def _create_slots(stub: BookingServiceAsyncStub, count: int) -> list[str]:
     return slot_ids
 
 
-def _replica(settings: Settings, ready: Event, stopping: Event) -> None:
-    """Another replica of the service, in a process of its own (multiprocessing's target)."""
-    configure_tracing("booking")
-    run_event_loop(_serve_replica(settings, ready, stopping))
-
-
-async def _serve_replica(settings: Settings, ready: Event, stopping: Event) -> None:
-    app = bootstrap(settings)
-    await app.start()
-    ready.set()
-    try:
-        await asyncio.to_thread(stopping.wait)
-    finally:
-        await app.stop()
-
-
-async def _serving(replica: multiprocessing.process.BaseProcess, ready: Event) -> None:
-    """Waits until the replica serves; a replica that exits or hangs fails the run at once."""
-    deadline = time.monotonic() + REPLICA_START_S
-    while not await asyncio.to_thread(ready.wait, 0.5):
-        if not replica.is_alive():
-            raise RuntimeError(f"a replica exited with {replica.exitcode} before serving")
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"a replica did not serve within {REPLICA_START_S:.0f} s")
+def _replica_environment(settings: Settings) -> dict[str, str]:
+    """The settings as the service's process reads them from its environment."""
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(REPO_ROOT / "build" / "gen")]),
+        "BOOKING_DATABASE_URL": settings.database_url,
+        "KAFKA_BOOTSTRAP": settings.kafka_bootstrap,
+        "BOOKING_GRPC_ADDRESS": settings.grpc_address,
+        "TOPIC_PREFIX": settings.topic_prefix,
+        "BOOKING_IDEMPOTENCY_SECRET": settings.idempotency_secret.decode(),
+        "BOOKING_HOLD_SECONDS": str(settings.hold_seconds),
+        "BOOKING_TERMS_VERSION": settings.terms_version,
+        "BOOKING_DB_POOL_SIZE": str(settings.db_pool_size),
+        "BOOKING_METRICS_ADDRESS": settings.metrics_address,
+    }
 
 
 @asynccontextmanager
 async def _other_replicas(settings: Settings, count: int) -> AsyncIterator[list[int]]:
-    """Starts `count` more replicas serving `settings.grpc_address`; yields their pids."""
-    context = multiprocessing.get_context("spawn")  # gRPC's threads do not survive fork
-    stopping = context.Event()
-    started: list[multiprocessing.process.BaseProcess] = []
-    try:
-        for _ in range(count):
-            ready = context.Event()
-            replica = context.Process(target=_replica, args=(settings, ready, stopping))
-            replica.start()
-            started.append(replica)
-            await _serving(replica, ready)
-        yield [process.pid for process in started if process.pid is not None]
-    finally:
-        stopping.set()
-        for process in started:
-            await asyncio.to_thread(process.join, REPLICA_START_S)
-            if process.is_alive():
-                process.kill()
+    """Starts `count` more replicas, each the service's own process (`python -m
+    services.booking`), serving `settings.grpc_address`; yields their pids. They start
+    before this process serves that address, so each one's health check reaches itself."""
+    with tempfile.TemporaryDirectory(prefix="bench-replicas-") as logs:
+        started: list[ServiceProcess] = []
+        try:
+            for _ in range(count):
+                log_dir = Path(tempfile.mkdtemp(dir=logs))
+                replica = ServiceProcess("booking", _replica_environment(settings), log_dir)
+                started.append(replica)
+                await replica.restart(REPLICA_START_S)
+            yield [replica.pid for replica in started]
+        finally:
+            for replica in started:
+                if replica.alive:
+                    await replica.stop()
 
 
 @dataclass(frozen=True)
@@ -213,29 +200,32 @@ async def measure_checkouts(database_url: str, kafka: str) -> CheckoutFigures:
     settings = Settings(
         database_url=database_url.replace("postgresql://", "postgresql+psycopg://", 1),
         kafka_bootstrap=kafka,
-        grpc_address="127.0.0.1:0",
+        grpc_address=f"127.0.0.1:{free_port()}",  # shared by the replicas
         topic_prefix=await create_topics(kafka, topics),
         idempotency_secret=uuid.uuid4().hex.encode(),
         hold_seconds=900,
         terms_version="2026-11",
         db_pool_size=CLIENTS,
     )
+    async with _other_replicas(settings, REPLICAS - 1) as replicas:
+        return await _measure_with(settings, replicas)
+
+
+async def _measure_with(settings: Settings, replicas: list[int]) -> CheckoutFigures:
     app = bootstrap(settings)
     await app.start()
     grpc_channel = channel(app.grpc_target)
-    others = dataclasses.replace(settings, grpc_address=app.grpc_target)
     try:
-        async with _other_replicas(others, REPLICAS - 1) as replicas:
-            slots = await _create_slots(BookingServiceStub(grpc_channel), CHECKOUTS + 1)
-            org = str(uuid.uuid4())
-            data = [_checkout(org, slot, f"k-{i}") for i, slot in enumerate(slots[:CHECKOUTS])]
-            before = bench_cpu.sample(replicas)
-            load = (f"--concurrency={CLIENTS}", f"--total={CHECKOUTS}")
-            checkouts = await _ghz(app.grpc_target, data, *load)
-            cpu = bench_cpu.spent(before, bench_cpu.sample(replicas), len(checkouts.latencies))
-            racers = [_checkout(org, slots[-1], f"race-{i}") for i in range(RACERS)]
-            load = (f"--concurrency={RACERS}", f"--total={RACERS}")
-            race = await _ghz(app.grpc_target, racers, *load)
+        slots = await _create_slots(BookingServiceStub(grpc_channel), CHECKOUTS + 1)
+        org = str(uuid.uuid4())
+        data = [_checkout(org, slot, f"k-{i}") for i, slot in enumerate(slots[:CHECKOUTS])]
+        before = bench_cpu.sample(replicas)
+        load = (f"--concurrency={CLIENTS}", f"--total={CHECKOUTS}")
+        checkouts = await _ghz(app.grpc_target, data, *load)
+        cpu = bench_cpu.spent(before, bench_cpu.sample(replicas), len(checkouts.latencies))
+        racers = [_checkout(org, slots[-1], f"race-{i}") for i in range(RACERS)]
+        load = (f"--concurrency={RACERS}", f"--total={RACERS}")
+        race = await _ghz(app.grpc_target, racers, *load)
     finally:
         await grpc_channel.close(grace=None)
         await app.stop()

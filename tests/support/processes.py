@@ -128,11 +128,24 @@ class ServiceProcess:
             )
         self.spawned_at = time.monotonic()
 
+    @property
+    def pid(self) -> int:
+        return self._running().pid
+
     def kill(self) -> None:
         """SIGKILL, as a crash or the OOM killer would; reaped at once, so no zombie stays."""
         process = self._running()
         process.send_signal(signal.SIGKILL)
         process.wait(10)
+
+    async def stop(self, within: float = 30.0) -> None:
+        """SIGTERM, as a deployment's rollout sends it; SIGKILL if it outlives `within`."""
+        process = self._running()
+        process.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(_exit_of(process), within)
+        except TimeoutError:
+            self.kill()
 
     async def wait_serving(self, within: float = 30.0) -> float:
         """Seconds from the spawn to SERVING on Health/Watch; fails if the process exits."""
