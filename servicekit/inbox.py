@@ -223,17 +223,21 @@ class Inbox:
         task.add_done_callback(self._copies.discard)
 
     async def _send_copy(self, link: ProducerLink, delivery: Delivery, reason: str) -> None:
-        headers = [*_copied_headers(delivery), ("parked-reason", reason.encode())]
+        topic = f"{delivery.topic}.dlq"
+        # The copy continues this trace: its produce span's context replaces the original's.
+        span, trace_headers = tracing.produce_span(topic, None, _event_id_of(delivery), None)
+        headers = [*_copied_headers(delivery), ("parked-reason", reason.encode()), *trace_headers]
         try:
-            producer = link.current
-            if producer is None:
-                raise RuntimeError("the producer is not connected")
-            await asyncio.wait_for(
-                producer.send_and_wait(
-                    f"{delivery.topic}.dlq", value=delivery.value, key=delivery.key, headers=headers
-                ),
-                30,
-            )
+            try:
+                producer = link.current
+                if producer is None:
+                    raise RuntimeError("the producer is not connected")
+                sent = await producer.send(
+                    topic, value=delivery.value, key=delivery.key, headers=headers
+                )
+            finally:
+                span.end()
+            await asyncio.wait_for(sent, 30)
         except Exception as error:
             log.error(
                 "%s: dead-letter copy of %s/%d@%d failed: %r",
@@ -255,13 +259,21 @@ def _ids_of(incoming: Incoming) -> dict[str, str]:
 
 
 def _copied_headers(delivery: Delivery) -> list[tuple[str, bytes]]:
-    """The record's headers for its dead-letter copy. When aiokafka's instrumentation puts
-    the trace context into every record sent (the copy's, continuing this trace), the
-    original's is left out: one record, one traceparent."""
-    headers = delivery.raw_headers()
-    if not tracing.kafka_injects_context():
-        return headers
-    return [(name, value) for name, value in headers if name.lower() not in _TRACE_HEADERS]
+    """The record's headers for its dead-letter copy, without the original's trace
+    context: the copy carries its own produce span's (one record, one traceparent)."""
+    return [
+        (name, value)
+        for name, value in delivery.raw_headers()
+        if name.lower() not in _TRACE_HEADERS
+    ]
+
+
+def _event_id_of(delivery: Delivery) -> str:
+    """The copy's message id for its span: the original's event-id header as it came."""
+    for name, value in delivery.raw_headers():
+        if name == "event-id":
+            return value.decode("utf-8", "replace")
+    return delivery.placeholder_id
 
 
 def _marker_values(

@@ -2,9 +2,9 @@
 
 The spans come from OpenTelemetry's instrumentation packages, installed here once for
 every process: gRPC channels (`client_interceptors`, used by servicekit.grpc_server),
-aiokafka's producer and consumer, httpx (the provider clients) and, when
-`OTEL_DB_SPANS=on`, psycopg. The gateway adds FastAPI's. A gRPC server's spans are
-servicekit.grpc_spans', cheaper than the instrumentation's own.
+aiokafka's consumer, httpx (the provider clients) and, when `OTEL_DB_SPANS=on`, psycopg.
+The gateway adds FastAPI's. A gRPC server's spans are servicekit.grpc_spans', and a
+record's produce span is `produce_span`'s, both cheaper than the instrumentation's own.
 
 The exporter is chosen by the standard OTEL_TRACES_EXPORTER variable (otlp, console or
 none; none by default so a laptop run needs no collector; `make up` exports OTLP to
@@ -24,13 +24,14 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from aiokafka import AIOKafkaProducer
 from opentelemetry import propagate, trace
 from opentelemetry.context import Context
 from opentelemetry.instrumentation.aiokafka import AIOKafkaInstrumentor
 from opentelemetry.instrumentation.grpc import aio_client_interceptors
 from opentelemetry.instrumentation.grpc.filters import health_check, negate
 from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
-from opentelemetry.instrumentation.utils import suppress_instrumentation
+from opentelemetry.instrumentation.utils import suppress_instrumentation, unwrap
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import (
@@ -119,9 +120,10 @@ def _provider(
 
 def _instrument_libraries(resource: Resource, processor: SpanProcessor | None) -> None:
     polls_dropped = _provider(resource, processor, ParentBased(root=_NoPollRoots()), main=False)
-    AIOKafkaInstrumentor().instrument(
-        tracer_provider=polls_dropped, async_produce_hook=_note_event_id
-    )
+    AIOKafkaInstrumentor().instrument(tracer_provider=polls_dropped)
+    # Records are sent with servicekit's own produce span (produce_span); the
+    # instrumentation keeps the consumers' spans.
+    unwrap(AIOKafkaProducer, "send")
     HTTPXClientInstrumentor().instrument()
     if database_spans_enabled():
         from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
@@ -166,18 +168,41 @@ def _exporter_from_environment() -> SpanExporter | None:
     return None
 
 
-async def _note_event_id(span: trace.Span, args: Any, kwargs: dict[str, Any]) -> None:
-    """Names the event a produce span sent (the outbox relay's `event-id` header)."""
-    for name, value in kwargs.get("headers") or ():
-        if name == "event-id" and isinstance(value, bytes):
-            span.set_attribute("messaging.message.id", value.decode("ascii", "replace"))
-            return
+_PRODUCING = {
+    "messaging.system": "kafka",
+    "messaging.operation.name": "send",
+    "messaging.operation.type": "publish",
+}
 
 
-def kafka_injects_context() -> bool:
-    """Whether aiokafka's instrumentation puts the trace context into every record it
-    sends; if not, the sender puts it there itself."""
-    return bool(AIOKafkaInstrumentor().is_instrumented_by_opentelemetry)
+def produce_span(
+    topic: str, parent: Mapping[str, str] | None, message_id: str, partition: int | None
+) -> tuple[trace.Span, list[tuple[str, bytes]]]:
+    """Starts the span of sending one record, a child of the context `parent` names (the
+    current one when None), and returns it with the record's trace headers, which carry
+    the span's own context; the caller ends it once the record is queued.
+
+    Made here rather than by aiokafka's instrumentation, which set nine attributes one
+    by one, serialised the bootstrap list and awaited a hook for every record: 85-90 µs of
+    the relay's CPU per row, as much as the rest of publishing it.
+    """
+    attributes: dict[str, str | int] = {
+        **_PRODUCING,
+        "messaging.destination.name": topic,
+        "messaging.message.id": message_id,
+    }
+    if partition is not None:
+        attributes["messaging.destination.partition.id"] = str(partition)
+    context = context_from(parent) if parent is not None else None
+    span = _producing.start_span(
+        f"{topic} send", context=context, kind=SpanKind.PRODUCER, attributes=attributes
+    )
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier, context=trace.set_span_in_context(span))
+    return span, [(name, value.encode()) for name, value in carrier.items()]
+
+
+_producing = trace.get_tracer("servicekit.kafka")
 
 
 def client_interceptors() -> list[Any]:

@@ -223,8 +223,9 @@ async def test_leader_moves_and_request_timeouts_spend_no_attempt_of_a_row(pair:
 async def test_a_relayed_record_continues_the_trace_its_row_was_written_in_with_one_header(
     pair: Pair, span_exporter: InMemorySpanExporter
 ) -> None:
-    """aiokafka's instrumentation makes the produce span, a child of the row's context, and
-    puts its context in the record: one traceparent, not the row's beside it."""
+    """The relay makes the produce span (servicekit.tracing.produce_span), a child of the
+    row's context, and puts its context in the record: one traceparent, not the row's
+    beside it."""
     with trace.get_tracer("tests").start_as_current_span("the change") as change:
         await append_events(pair.producer, pair.topic, ["traced"])
     relay = await start_relay(pair.producer, pair.bootstrap)
