@@ -83,6 +83,11 @@ class DriverPool:
             raise sa_exc.OperationalError("connect", None, error) from error
         return Lent(driver)
 
+    async def dedicated(self) -> psycopg.AsyncConnection[Any]:
+        """A connection of its own, outside the pool, with the pool's settings: for a
+        session that lasts as long as what it holds (servicekit.leadership's lock)."""
+        return (await self._open()).driver
+
     async def _give_back(self, lent: Lent) -> None:
         lent.session.info.clear()
         healthy = lent.driver.info.transaction_status == TransactionStatus.IDLE

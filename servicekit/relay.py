@@ -1,12 +1,14 @@
 """The outbox relay: publishes committed outbox rows to Kafka, at least once.
 
-Rows are claimed with FOR UPDATE SKIP LOCKED, so several relays share the work and never
-publish the same row at the same time. A row is marked dispatched only after the broker
-acknowledged it; if the relay dies in between, the row is published again and consumers
-drop the copy by its effect id. No high-water mark is kept, so a row that commits late is
-still claimed. A broker outage delays rows without spending their attempts; a row that
-the broker refuses is retried with backoff and marked failed after the bound; a
-retriable broker error (a leader moving, a request timing out) spends no attempt.
+One replica's relay publishes at a time (servicekit.leadership), and the others take over
+when it dies. Rows are claimed with FOR UPDATE SKIP LOCKED, so relays that overlap for a
+moment, and the lanes of one relay, never publish the same row at the same time. A row is
+marked dispatched only after the broker acknowledged it; if the relay dies in between, the
+row is published again and consumers drop the copy by its effect id. No high-water mark is
+kept, so a row that commits late is still claimed. A broker outage delays rows without
+spending their attempts; a row that the broker refuses is retried with backoff and marked
+failed after the bound; a retriable broker error (a leader moving, a request timing out)
+spends no attempt.
 The producer is connected by the relay's own worker, so a service starts without Kafka.
 """
 
@@ -29,6 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from servicekit import driver_sql, tracing
 from servicekit.faults import BROKER_OUTAGE_ERRORS
 from servicekit.kafka import ProducerLink, broker_answers
+from servicekit.leadership import Lease
 from servicekit.metrics.counters import RELAY_FAILURES, RELAY_PUBLISHED
 from servicekit.outage import OutageLog
 from servicekit.partitions import partition_for
@@ -90,16 +93,21 @@ class OutboxRelay:
         self._due_sql = _due_sql(outbox.name)
         self._refused_sql = _refused_sql(outbox.name)
         self._found_rows = False  # by the last claim of any lane
+        self.lease = Lease(self._engine, f"relay of {outbox.name}")
 
     async def run(self, stopping: asyncio.Event) -> None:
-        """Runs `lanes` claim-publish-mark loops; SKIP LOCKED keeps their batches disjoint.
+        """Publishes while this replica leads the service's relay (servicekit.leadership),
+        in `lanes` claim-publish-mark loops; SKIP LOCKED keeps their batches disjoint.
 
         While one lane waits for the broker's acknowledgements another claims and marks,
         so the database and the broker work at the same time.
         """
         if await self._link.connect(stopping) is None:
             return
-        await asyncio.gather(*(self._lane(stopping, first=i == 0) for i in range(self._lanes)))
+        await self.lease.lead(stopping, self._lanes_until)
+
+    async def _lanes_until(self, until: asyncio.Event) -> None:
+        await asyncio.gather(*(self._lane(until, first=i == 0) for i in range(self._lanes)))
 
     async def _lane(self, stopping: asyncio.Event, first: bool) -> None:
         backoff = self._policy.base_delay_s

@@ -12,7 +12,7 @@ from aiokafka.errors import NotLeaderForPartitionError, RequestTimedOutError
 from google.protobuf.wrappers_pb2 import StringValue
 from opentelemetry import trace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from sqlalchemy import select
+from sqlalchemy import select, text
 
 from servicekit.kafka import ProducerLink
 from servicekit.outbox import Outbox
@@ -238,3 +238,67 @@ async def test_a_relayed_record_continues_the_trace_its_row_was_written_in_with_
     assert int(trace_id, 16) == change.get_span_context().trace_id
     assert produced.parent and produced.parent.span_id == change.get_span_context().span_id
     assert int(parent_id, 16) == produced.context.span_id
+
+
+async def _lease_holder(pair: Pair) -> int | None:
+    """The backend holding the relay's lease (servicekit.leadership), if any."""
+    async with pair.producer.sessions() as session:
+        query = text(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted"
+            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+        )
+        return (await session.execute(query)).scalar_one_or_none()
+
+
+async def test_one_relay_publishes_at_a_time_and_another_takes_over_when_it_stops(
+    pair: Pair,
+) -> None:
+    first = await start_relay(pair.producer, pair.bootstrap)
+
+    async def first_leads() -> bool:
+        return first.relay.lease.held
+
+    await eventually(first_leads)
+    second = await start_relay(pair.producer, pair.bootstrap)
+
+    async def second_waits() -> bool:  # it asked for the lease and did not get it
+        return second.relay.lease.asked > 0
+
+    await eventually(second_waits)
+    [early] = await append_events(pair.producer, pair.topic, ["while the first leads"])
+    await _read_records(pair.bootstrap, pair.topic, 1)
+    assert first.relay.lease.held and not second.relay.lease.held
+    await first.stop()
+
+    async def second_leads() -> bool:
+        return second.relay.lease.held
+
+    await eventually(second_leads)
+    [late] = await append_events(pair.producer, pair.topic, ["after the first stopped"])
+    published = await _read_event_ids(pair.bootstrap, pair.topic, 2)
+    await second.stop()
+    assert sorted(published) == sorted([str(early), str(late)])
+
+
+async def test_a_relay_whose_lease_connection_is_cut_leads_again_and_publishes(
+    pair: Pair,
+) -> None:
+    relay = await start_relay(pair.producer, pair.bootstrap)
+
+    async def holder_known() -> bool:
+        return await _lease_holder(pair) is not None
+
+    await eventually(holder_known)
+    cut = await _lease_holder(pair)
+    async with pair.producer.sessions() as session:
+        await session.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": cut})
+
+    async def leads_on_another_connection() -> bool:
+        holder = await _lease_holder(pair)
+        return holder is not None and holder != cut and relay.relay.lease.held
+
+    await eventually(leads_on_another_connection)
+    [after] = await append_events(pair.producer, pair.topic, ["after the cut"])
+    published = await _read_event_ids(pair.bootstrap, pair.topic, 1)
+    await relay.stop()
+    assert published == [str(after)]
