@@ -28,6 +28,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from servicekit import driver_pool
+from servicekit.metrics.counters import LEASE_HELD
 from servicekit.outage import OutageLog
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,8 @@ class Lease:
         self._retry_s = retry_s
         self._check_s = check_s
         self._database = OutageLog(log, f"lease of {name}: the database")
+        self._held = LEASE_HELD.labels(name)
+        self._held.set(0)
         self.held = False
         self.asked = 0  # times this replica asked for the lease (for tests and operators)
 
@@ -93,11 +96,13 @@ class Lease:
         until = asyncio.Event()
         watch = asyncio.create_task(self._watch(connection, stopping, until))
         self.held = True
+        self._held.set(1)
         log.info("lease of %s: this replica leads", self._name)
         try:
             await work(until)
         finally:
             self.held = False
+            self._held.set(0)
             until.set()
             watch.cancel()
             await asyncio.gather(watch, return_exceptions=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 # From a millisecond (a refusal, a cached read) to ten seconds (a provider near its time-out).
 LATENCY_BUCKETS: Final = (
@@ -46,6 +46,11 @@ RELAY_FAILURES: Final = Counter(
     "liftfit_relay_publish_failures",
     "Outbox rows sent that the broker did not acknowledge (refused, or its passing trouble)",
     ["topic"],
+)
+LEASE_HELD: Final = Gauge(
+    "liftfit_lease_held",
+    "1 while this process holds the lease (the service's relay), 0 while it waits for it",
+    ["lease"],
 )
 INBOX_APPLIED: Final = Counter(
     "liftfit_inbox_applied",

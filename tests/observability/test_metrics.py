@@ -82,3 +82,16 @@ async def test_prometheus_scrapes_every_process(platform: Platform) -> None:
             return health if health == dict.fromkeys(wanted, "up") else None
 
         await eventually(every_target_up, 30, every=0.5)
+
+
+async def test_each_service_shows_its_one_process_relaying_its_outbox(platform: Platform) -> None:
+    """`make up` runs one process per service: it takes the relay's lease and says so, so an
+    operator can tell which replica relays (servicekit.leadership)."""
+    async with httpx.AsyncClient() as http:
+        for service in SERVICES:
+
+            async def leads(service: str = service) -> bool:
+                served = await scrape(http, platform, service)
+                return served.value("liftfit_lease_held", lease="relay of outbox") == 1
+
+            assert await eventually(leads, 30, every=0.5), service
