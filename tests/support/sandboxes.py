@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -40,10 +41,36 @@ class MailSandbox:
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
+    """A port nothing listens on, below the kernel's range of ephemeral ports.
+
+    A port the kernel picks (a bind to port 0) comes from that range, which is also where
+    every outgoing connection gets its local port: between this probe and the service's
+    own bind, a connection to PostgreSQL or Kafka could take it, and the service would
+    fail to start. Below the range only another listener can, and the probe sees that.
+    """
+    first = _first_ephemeral_port()
+    for _ in range(1000):
+        port = random.randrange(max(1024, first - 12000), first)
+        if port in _handed_out:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
         return port
+    raise RuntimeError("no free port below the ephemeral range")
+
+
+_handed_out: set[int] = set()  # not handed out twice by this process
+
+
+def _first_ephemeral_port() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
 
 
 @contextlib.contextmanager
