@@ -50,6 +50,7 @@ __all__ = [
     "pipeline",
     "queue",
     "select_sql",
+    "transaction",
     "update_sql",
 ]
 
@@ -94,7 +95,7 @@ async def _held(session: AsyncSession) -> _Held:
 
 def hand_over(session: AsyncSession, lent: driver_pool.Lent) -> None:
     """Gives a session the pooled connection it runs on up front, so the hot path never
-    asks SQLAlchemy for it (see UnitOfWorkFactory.transaction_on_driver)."""
+    asks SQLAlchemy for it (see `transaction`)."""
     session.info[_DRIVER] = _Held(_HANDED_OVER, lent.driver, lent.kept)
 
 
@@ -103,6 +104,23 @@ def autocommit(engine: AsyncEngine) -> AbstractAsyncContextManager[driver_pool.L
     session (servicekit.driver_pool); one that comes back broken or inside a
     transaction is closed, not lent again."""
     return driver_pool.of(engine).connection()
+
+
+@asynccontextmanager
+async def transaction(engine: AsyncEngine) -> AsyncIterator[AsyncSession]:
+    """A transaction on a connection of the driver pool, without an ORM session: the
+    session yielded is bound to nothing and carries the connection (`hand_over`). The
+    first `pipeline` sends BEGIN with its statements; whatever is still open at the end
+    is committed, or rolled back on an exception."""
+    async with autocommit(engine) as lent:
+        session = lent.session  # the connection's own, bound to nothing
+        hand_over(session, lent)
+        try:
+            yield session
+            await end_transaction(session, commit=True)
+        except BaseException:
+            await end_transaction(session, commit=False)
+            raise
 
 
 async def alone(engine: AsyncEngine, sql: str, params: Params) -> list[Any]:
@@ -156,20 +174,15 @@ async def fetch_one(session: AsyncSession, sql: str, params: Params) -> Any | No
     return rows[0] if rows else None
 
 
-async def fetch_all(
-    session: AsyncSession, sql: str, params: Params, binary: bool = False
-) -> list[Any]:
-    """Every row as a named tuple (columns as attributes). `binary` asks for the binary
-    result format: bytea arrives as it is stored, not as hex text twice its size."""
-    return await _rows(await driver_connection(session), sql, params, binary)
+async def fetch_all(session: AsyncSession, sql: str, params: Params) -> list[Any]:
+    """Every row as a named tuple (columns as attributes)."""
+    return await _rows(await driver_connection(session), sql, params)
 
 
-async def _rows(
-    driver: psycopg.AsyncConnection[Any], sql: str, params: Params, binary: bool = False
-) -> list[Any]:
+async def _rows(driver: psycopg.AsyncConnection[Any], sql: str, params: Params) -> list[Any]:
     with _as_sqlalchemy_errors(sql, params):
         async with driver.cursor(row_factory=namedtuple_row) as cursor:
-            await cursor.execute(sql, params, binary=binary)
+            await cursor.execute(sql, params)
             return await cursor.fetchall()
 
 

@@ -146,20 +146,18 @@ class OutboxRelay:
         """
         if not self._found_rows and not await self._anything_due():
             return 0
-        async with driver_sql.autocommit(self._engine) as lent:
-            driver_sql.hand_over(lent.session, lent)
-            rows = await self._claim(lent.session)
+        async with driver_sql.transaction(self._engine) as session:
+            rows = await self._claim(session)
             self._found_rows = bool(rows)
             if not rows:
-                await driver_sql.end_transaction(lent.session, commit=True)
                 return 0
             outcome = await self._publish(rows)
             if self._after_broker_ack is not None and outcome.acked:
                 await self._after_broker_ack(rows)
-            async with driver_sql.pipeline(lent.session):
-                await self._mark_dispatched(lent.session, outcome.acked)
-                await self._mark_refused(lent.session, outcome.refused)
-                await driver_sql.commit_in_pipeline(lent.session)
+            async with driver_sql.pipeline(session):
+                await self._mark_dispatched(session, outcome.acked)
+                await self._mark_refused(session, outcome.refused)
+                await driver_sql.commit_in_pipeline(session)
         if outcome.outage:
             raise BrokerUnavailable("broker did not acknowledge; rows stay pending")
         return len(outcome.acked)

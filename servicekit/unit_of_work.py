@@ -129,15 +129,8 @@ class UnitOfWorkFactory(Generic[U]):
         (GetBooking) is consistent by itself, and a server-side function (the booking
         service's card checkout) is one transaction by itself; nothing is left to commit.
         """
-        async with driver_sql.autocommit(self.sessions.kw["bind"]) as lent:
-            session = lent.session  # the connection's own, bound to nothing
-            driver_sql.hand_over(session, lent)
-            try:
-                yield self._build(session)
-                await driver_sql.end_transaction(session, commit=True)
-            except BaseException:
-                await driver_sql.end_transaction(session, commit=False)
-                raise
+        async with driver_sql.transaction(self.sessions.kw["bind"]) as session:
+            yield self._build(session)
 
     def joining(self, session: AsyncSession) -> U:
         return self._build(session)
