@@ -21,6 +21,7 @@ from aiokafka.errors import CommitFailedError, KafkaError
 from servicekit.inbox import Inbox
 from servicekit.outage import OutageLog
 from servicekit.records import Delivery
+from servicekit.supervision import pause
 
 log = logging.getLogger(__name__)
 ConsumerFactory = Callable[[], AIOKafkaConsumer]
@@ -58,7 +59,7 @@ class InboxConsumer:
                 self._broker.failed(error)
                 with contextlib.suppress(Exception):
                     await consumer.stop()
-                await _wait(stopping, RECONNECT_WAIT_S)
+                await pause(stopping, RECONNECT_WAIT_S)
                 continue
             if not started:  # stopping while the start waited on the broker or its topics
                 with contextlib.suppress(Exception):
@@ -117,8 +118,3 @@ async def _unless_stopping(start: Coroutine[Any, Any, None], stopping: asyncio.E
     with contextlib.suppress(asyncio.CancelledError, Exception):
         await starting
     return False
-
-
-async def _wait(stopping: asyncio.Event, seconds: float) -> None:
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(stopping.wait(), seconds)

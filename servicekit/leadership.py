@@ -30,6 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from servicekit import driver_pool
 from servicekit.metrics.counters import LEASE_HELD
 from servicekit.outage import OutageLog
+from servicekit.supervision import pause
 
 log = logging.getLogger(__name__)
 Work = Callable[[asyncio.Event], Awaitable[None]]
@@ -63,14 +64,14 @@ class Lease:
                 connection = await driver_pool.of(self._engine).dedicated()
             except DBAPIError as error:
                 self._database.failed(error)
-                await _wait(stopping, self._retry_s)
+                await pause(stopping, self._retry_s)
                 continue
             try:
                 if await self._acquire(connection, stopping):
                     await self._hold(connection, stopping, work)
             except (psycopg.Error, OSError) as error:
                 self._database.failed(error)
-                await _wait(stopping, self._retry_s)
+                await pause(stopping, self._retry_s)
             finally:
                 with contextlib.suppress(Exception):
                     await connection.close()
@@ -87,7 +88,7 @@ class Lease:
             self._database.succeeded()
             if row is not None and row[0]:
                 return True
-            await _wait(stopping, self._retry_s)
+            await pause(stopping, self._retry_s)
         return False
 
     async def _hold(
@@ -120,13 +121,8 @@ class Lease:
         """Sets `until` when the replica stops or the lease's connection is lost."""
         try:
             while not stopping.is_set():
-                await _wait(stopping, self._check_s)
+                await pause(stopping, self._check_s)
                 if not stopping.is_set():
                     await connection.execute("SELECT 1")
         finally:
             until.set()
-
-
-async def _wait(stopping: asyncio.Event, seconds: float) -> None:
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(stopping.wait(), seconds)

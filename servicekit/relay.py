@@ -15,7 +15,6 @@ The producer is connected by the relay's own worker, so a service starts without
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
@@ -37,6 +36,7 @@ from servicekit.outage import OutageLog
 from servicekit.partitions import partition_for
 from servicekit.retry import RetryPolicy
 from servicekit.schema import DISPATCHED, FAILED, PENDING
+from servicekit.supervision import pause
 
 log = logging.getLogger(__name__)
 AfterAck = Callable[[Sequence[Row[Any]]], Awaitable[None]]
@@ -119,11 +119,11 @@ class OutboxRelay:
                 outage.succeeded()
             except (BrokerUnavailable, DBAPIError, OSError) as error:
                 outage.failed(error)
-                await _wait(stopping, backoff)
+                await pause(stopping, backoff)
                 backoff = min(backoff * 2, 5.0)
                 continue
             if published < self._batch_size:
-                await _wait(stopping, self._rest_after(published, first))
+                await pause(stopping, self._rest_after(published, first))
 
     def _rest_after(self, published: int, first: bool) -> float:
         """How long a lane rests after a batch that was not full.
@@ -362,8 +362,3 @@ def _failed(error: BaseException) -> asyncio.Future[Any]:
     future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
     future.set_exception(error)
     return future
-
-
-async def _wait(stopping: asyncio.Event, seconds: float) -> None:
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(stopping.wait(), seconds)

@@ -121,3 +121,9 @@ class Supervisor:
         healthy = not self._down
         if healthy != was_healthy:
             await self._on_health(healthy)
+
+
+async def pause(stopping: asyncio.Event, seconds: float) -> None:
+    """Waits `seconds`, or less if the worker is told to stop meanwhile."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stopping.wait(), seconds)
