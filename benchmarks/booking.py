@@ -45,7 +45,7 @@ from benchmarks import cpu as bench_cpu
 from servicekit.envelope import varint
 from servicekit.grpc_server import channel
 from servicekit.protobuf import timestamp
-from servicekit.runtime import run_event_loop
+from servicekit.runtime import run_event_loop, settle_garbage_collector
 from servicekit.tracing import configure_tracing
 from services.booking.bootstrap import bootstrap
 from services.booking.settings import Settings
@@ -228,6 +228,7 @@ async def measure_checkouts(database_url: str, kafka: str) -> CheckoutFigures:
 async def _measure_with(settings: Settings, replicas: list[int]) -> CheckoutFigures:
     app = bootstrap(settings)
     await app.start()
+    settle_garbage_collector()  # as the service's process does once started
     grpc_channel = channel(app.grpc_target)
     try:
         slots = await _create_slots(BookingServiceStub(grpc_channel), CHECKOUTS + 1)

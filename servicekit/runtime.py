@@ -15,6 +15,7 @@ same object in-process; the process entry point runs it until SIGTERM.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 from collections.abc import Callable, Coroutine, Mapping, Sequence
@@ -37,6 +38,7 @@ from servicekit.tracing import configure_tracing
 log = logging.getLogger(__name__)
 S = TypeVar("S")
 T = TypeVar("T")
+YOUNG_COLLECTION_AFTER = 5000  # new objects (CPython's default: 700)
 
 
 class ProcessFailed(RuntimeError):
@@ -105,6 +107,7 @@ class ServiceRuntime:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stopping.set)
         await self.start()
+        settle_garbage_collector()
         try:
             await asyncio.wait(
                 [
@@ -117,6 +120,24 @@ class ServiceRuntime:
             await self.stop()
         if self.supervisor.failed.is_set():
             raise ProcessFailed(f"{self.name}: a worker did not recover")
+
+
+def settle_garbage_collector() -> None:
+    """Tunes the cycle collector for a started service, whose garbage is almost all freed
+    by reference counting (measured on a replica under `make bench-booking`, gc.callbacks):
+
+    - what the service holds for good (modules, classes, its wiring: about 107,000
+      objects) is frozen out of the collector's reach; a full collection walked all of it
+      every 6 to 9 s, for 100 ms each time;
+    - a young collection waits for 5,000 new objects instead of 700. Requests in flight
+      crossed 700 about 35 times a second, each collection walking what they hold
+      (0.25 ms); at 5,000 one came every 2 to 3 s.
+
+    Run it once started: only what is alive then is frozen; later garbage, cycles
+    included, is collected as before."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(YOUNG_COLLECTION_AFTER, *gc.get_threshold()[1:])
 
 
 def run_event_loop(main: Coroutine[Any, Any, T]) -> T:
