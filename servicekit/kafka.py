@@ -16,6 +16,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
 from servicekit.outage import OutageLog
+from servicekit.supervision import pause
 
 log = logging.getLogger(__name__)
 ProducerFactory = Callable[[], AIOKafkaProducer]
@@ -84,8 +85,7 @@ class ProducerLink:
                     self._broker.failed(error)
                     with contextlib.suppress(Exception):
                         await candidate.stop()
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(stopping.wait(), RECONNECT_WAIT_S)
+                    await pause(stopping, RECONNECT_WAIT_S)
                     continue
                 self._broker.succeeded()
                 self._producer = candidate

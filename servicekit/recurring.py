@@ -11,7 +11,6 @@ the cause is gone, without a restart.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from servicekit.faults import Fault, classify
 from servicekit.outage import OutageLog
 from servicekit.schema import PENDING
+from servicekit.supervision import pause
 from servicekit.timers import DueTimer, TimerHandler, Timers
 
 log = logging.getLogger(__name__)
@@ -79,8 +79,7 @@ class Recurring:
                 if classify(error) is not Fault.OUTAGE:
                     raise
                 self._database.failed(error)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stopping.wait(), every_s)
+            await pause(stopping, every_s)
 
     async def _pending(self, session: AsyncSession, job: RecurringJob) -> bool:
         t = self._timers.table.c

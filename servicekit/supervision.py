@@ -93,8 +93,7 @@ class Supervisor:
                 log.critical("worker %s does not recover: the process gives up", worker.name)
                 self.failed.set()
                 return
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), backoff)
+            await pause(self._stopping, backoff)
             backoff = min(backoff * 2, self._policy.max_backoff_s)
             await self._mark(worker.name, down=False)
 

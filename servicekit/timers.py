@@ -24,7 +24,6 @@ and opens an incident for an operator. A database outage spends no attempt.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
@@ -42,6 +41,7 @@ from servicekit.incidents import Incidents
 from servicekit.outage import OutageLog
 from servicekit.retry import RetryPolicy, seconds_from_now
 from servicekit.schema import CANCELLED, FAILED, FIRED, PENDING
+from servicekit.supervision import pause
 
 log = logging.getLogger(__name__)
 
@@ -156,8 +156,7 @@ class TimerRunner:
             while not stopping.is_set():
                 claimed = await self._claim_while_free()
                 if not claimed:
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(stopping.wait(), self._idle_wait_s)
+                    await pause(stopping, self._idle_wait_s)
         finally:
             for task in list(self._running):
                 task.cancel()

@@ -10,7 +10,6 @@ while it lasts and when it ends.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from servicekit.outage import OutageLog
+from servicekit.supervision import pause
 
 log = logging.getLogger(__name__)
 SAMPLE_EVERY_S = 5.0
@@ -77,8 +77,7 @@ class SampledGauges(Collector):
         """The sampler's worker: a reading every few seconds until stopped."""
         while not stopping.is_set():
             await self.sample()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stopping.wait(), self._every_s)
+            await pause(stopping, self._every_s)
 
     async def _read(self, probe: Probe) -> Reading | None:
         outage = self._outages[probe.name]

@@ -9,11 +9,11 @@ database returns, not at the next reconciliation sweep.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
 from servicekit.faults import Fault, classify
 from servicekit.outage import OutageLog
+from servicekit.supervision import pause
 from services.payment.adapters.card_gateway import GatewayUnavailable
 from services.payment.service_layer import handlers
 from services.payment.service_layer.dependencies import PaymentDeps
@@ -25,8 +25,7 @@ RETRY_EVERY_S = 1.0
 async def reapply_hints(deps: PaymentDeps, stopping: asyncio.Event) -> None:
     database = OutageLog(log, "re-applying notifications: the database")
     while not stopping.is_set():
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stopping.wait(), RETRY_EVERY_S)
+        await pause(stopping, RETRY_EVERY_S)
         for provider_payment_id in deps.hints.pending():
             if stopping.is_set() or not await _reapply(deps, provider_payment_id, database):
                 break  # the rest waits for the next round
