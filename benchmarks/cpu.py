@@ -20,6 +20,8 @@ _TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 class CpuSample:
     by_process: dict[str, tuple[str, int]]  # pid -> (name, user + system ticks)
     machine_busy: int  # ticks spent outside idle and iowait, all cores
+    kernel: int  # of those, ticks in the kernel (system, irq, softirq)
+    switches: int  # context switches on the machine since boot
     cores: int
     children_s: float  # CPU of this process's children that ended, e.g. the load generator
     wall: float  # monotonic seconds when the sample was taken
@@ -41,13 +43,18 @@ def sample(replicas: Collection[int] = ()) -> CpuSample | None:
         name = SELF if stat.parent.name in selves else name
         fields = text[text.rindex(")") + 2 :].split()
         by_process[stat.parent.name] = (name, int(fields[11]) + int(fields[12]))
-    user, nice, system, _idle, _iowait, irq, softirq = (
-        int(v) for v in Path("/proc/stat").read_text().split()[1:8]
+    machine = Path("/proc/stat").read_text()
+    user, nice, system, _idle, _iowait, irq, softirq = (int(v) for v in machine.split()[1:8])
+    switches = next(
+        int(line.split()[1]) for line in machine.splitlines() if line.startswith("ctxt ")
     )
     times = os.times()
     children = times.children_user + times.children_system
     busy = user + nice + system + irq + softirq
-    return CpuSample(by_process, busy, os.cpu_count() or 1, children, time.monotonic())
+    kernel = system + irq + softirq
+    return CpuSample(
+        by_process, busy, kernel, switches, os.cpu_count() or 1, children, time.monotonic()
+    )
 
 
 # This process (the benchmark runs the service in-process) and the service's other replicas.
@@ -62,13 +69,18 @@ class Spent:
     machine_ms: float
     busy_share: float
     cores: int
+    # Machine-wide, not per process: on a virtual machine a switch between processes
+    # costs far more CPU than on bare metal, and the count does not drift with its speed.
+    kernel_share: float  # of the busy time
+    switches_per_unit: float
 
     def __str__(self) -> str:
         top = sorted(self.ms_per_unit.items(), key=lambda item: -item[1])[:6]
         parts = ", ".join(f"{name} {ms:.2f}" for name, ms in top if ms > 0)
         return (
             f"cpu per checkout (ms): {parts}; machine {self.machine_ms:.2f}, "
-            f"busy {self.busy_share:.0%} of {self.cores} cores"
+            f"busy {self.busy_share:.0%} of {self.cores} cores, {self.kernel_share:.0%} of it "
+            f"in the kernel; {self.switches_per_unit:.0f} context switches"
         )
 
 
@@ -88,4 +100,6 @@ def spent(before: CpuSample | None, after: CpuSample | None, work: int) -> Spent
         machine_ms=busy / work * 1000,
         busy_share=busy / (wall * after.cores) if wall > 0 else 0.0,
         cores=after.cores,
+        kernel_share=(after.kernel - before.kernel) / _TICKS_PER_S / busy if busy > 0 else 0.0,
+        switches_per_unit=(after.switches - before.switches) / work,
     )
