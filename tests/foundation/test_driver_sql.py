@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
-from typing import cast
+from typing import Any, cast
 
+import psycopg
 import pytest
 from sqlalchemy import text
-from sqlalchemy.exc import IntegrityError, UnboundExecutionError
+from sqlalchemy.exc import DBAPIError, IntegrityError, UnboundExecutionError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from servicekit import db, driver_sql
@@ -171,3 +172,34 @@ async def test_orm_code_on_the_driver_alone_fails_instead_of_taking_another_conn
 
     assert await _holders(sessions) == []  # the claim rolled back with the refusal
     assert not await _autocommit_left_on_the_pool(sessions)
+
+
+async def test_reads_on_one_connection_share_its_cursor_and_keep_their_own_rows(
+    new_database: Callable[[str], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = db.make_engine(new_database("driver_sql_cursor"), pool_size=1)
+    async with engine.begin() as connection:
+        await connection.execute(text("CREATE TABLE seats (seat int PRIMARY KEY, holder text)"))
+        await connection.execute(text("INSERT INTO seats VALUES (1, 'ada'), (2, 'bo')"))
+    made: list[object] = []
+    cursor = psycopg.AsyncConnection.cursor
+
+    def counted(self: psycopg.AsyncConnection[Any], *args: Any, **kwargs: Any) -> Any:
+        made.append(self)
+        return cursor(self, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.AsyncConnection, "cursor", counted)
+    try:
+        first = await driver_sql.alone(engine, HOLDER, {"seat": 1})
+        with pytest.raises(DBAPIError):  # a failed statement leaves the cursor usable
+            await driver_sql.alone(engine, "SELECT holder FROM nowhere", {})
+        second = await driver_sql.alone(engine, HOLDER, {"seat": 2})
+        async with driver_sql.transaction(engine) as session:
+            seats = await driver_sql.fetch_all(session, "SELECT seat FROM seats ORDER BY 1", {})
+    finally:
+        await engine.dispose()
+
+    assert [row.holder for row in first] == ["ada"]
+    assert [row.holder for row in second] == ["bo"]
+    assert [row.seat for row in seats] == [1, 2]
+    assert len(made) == 1  # the pool's one connection, one cursor for all four statements
