@@ -9,9 +9,8 @@ defines its own beside them, subclassing `Refusal`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from enum import StrEnum
+from types import TracebackType
 from typing import ClassVar
 
 from servicekit.validation import InvalidField
@@ -73,10 +72,23 @@ class IdempotencyConflict(Refusal, reason="idempotency_conflict", kind=Kind.ALRE
     """The key was used before for a different request; the original is untouched."""
 
 
-@contextmanager
-def invalid_fields_refused(as_error: type[InvalidRequest] = InvalidRequest) -> Iterator[None]:
-    """Turns servicekit's `InvalidField` into an `InvalidRequest` (or a subclass)."""
-    try:
-        yield
-    except InvalidField as error:
-        raise as_error(error.problem, error.field) from None
+class invalid_fields_refused:  # lower case: it reads as the function it replaced
+    """Turns servicekit's `InvalidField` into an `InvalidRequest` (or a subclass).
+
+    A class rather than a generator-based context manager: every field a request names
+    is checked inside one, ten in a checkout, and a generator costs several times more
+    to enter and leave."""
+
+    __slots__ = ("_as_error",)
+
+    def __init__(self, as_error: type[InvalidRequest] = InvalidRequest) -> None:
+        self._as_error = as_error
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, _: TracebackType | None
+    ) -> None:
+        if isinstance(error, InvalidField):
+            raise self._as_error(error.problem, error.field) from None

@@ -8,6 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from google.protobuf.timestamp_pb2 import Timestamp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from servicekit import validation
 from servicekit.validation import InvalidField
@@ -45,6 +47,41 @@ def test_a_canonical_uuid_is_accepted_as_it_is() -> None:
 def test_every_other_form_that_pythons_parser_accepts_is_refused(value: str) -> None:
     refused = _refused(validation.canonical_uuid, "slot_id", value)
     assert refused.field == "slot_id"
+
+
+def _printed_by_python(value: str) -> bool:
+    """The rule as first written: what `str(uuid.UUID(value))` prints back unchanged."""
+    try:
+        return str(uuid.UUID(value)) == value
+    except ValueError:
+        return False
+
+
+def _one_upper(shaped: tuple[str, int]) -> str:
+    """A canonical UUID with the character at one place in upper case (a digit stays)."""
+    text, at = shaped
+    return text[:at] + text[at].upper() + text[at + 1 :]
+
+
+_HEX_OR_NOT = "0123456789abcdefABCDEF-_{}:\u0661 "
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.one_of(
+        st.uuids().map(str),
+        st.tuples(st.uuids().map(str), st.integers(0, 35)).map(_one_upper),
+        st.text(alphabet=_HEX_OR_NOT, min_size=30, max_size=40),
+        st.text(max_size=40),
+    )
+)
+def test_the_pattern_accepts_exactly_what_pythons_parser_prints_back(value: str) -> None:
+    try:
+        validation.canonical_uuid("slot_id", value)
+        accepted = True
+    except InvalidField:
+        accepted = False
+    assert accepted == _printed_by_python(value)
 
 
 @pytest.mark.parametrize("value", ["anna", "Studio Karlín 1", "O'Brien", "名前"])
