@@ -58,7 +58,7 @@ from tests.support.infrastructure import (
 )
 from tests.support.processes import ServiceProcess
 from tests.support.sandboxes import free_port
-from tests.support.topics import create_topics
+from tests.support.topics import create_topics, delete_topics
 
 if TYPE_CHECKING:  # the async stub exists only in the type stubs
     from liftfit.booking.v1.booking_pb2_grpc import BookingServiceAsyncStub
@@ -211,11 +211,22 @@ class CheckoutFigures:
 
 async def measure_checkouts(database_url: str, kafka: str) -> CheckoutFigures:
     topics = {"booking.events": 3, "payment.events": 3, "access.events": 3}
+    prefix = await create_topics(kafka, topics)
+    try:
+        return await _measure_on(database_url, kafka, prefix)
+    finally:
+        # Deleted, as the tests delete theirs: every run used to leave its nine partitions
+        # on the broker, and a broker holding hundreds of them answered the relay's steady
+        # load later and less evenly.
+        await delete_topics(kafka, prefix, list(topics))
+
+
+async def _measure_on(database_url: str, kafka: str, prefix: str) -> CheckoutFigures:
     settings = Settings(
         database_url=database_url.replace("postgresql://", "postgresql+psycopg://", 1),
         kafka_bootstrap=kafka,
         grpc_address=f"127.0.0.1:{free_port()}",  # shared by the replicas
-        topic_prefix=await create_topics(kafka, topics),
+        topic_prefix=prefix,
         idempotency_secret=uuid.uuid4().hex.encode(),
         hold_seconds=900,
         terms_version="2026-11",

@@ -43,7 +43,7 @@ from benchmarks import cpu as bench_cpu
 from benchmarks.booking import CHECKOUTS, CLIENTS, GHZ, Run, _checkout, _ghz, measure_pgbench
 from servicekit.runtime import run_event_loop
 from tests.support.infrastructure import create_database, drop_database, ensure_infrastructure
-from tests.support.topics import create_topics
+from tests.support.topics import create_topics, delete_topics
 
 SCHEMA = """
 create table floor_attempts(k text primary key, booking_id uuid not null,
@@ -311,8 +311,12 @@ async def _measure(admin_dsn: str, kafka: str) -> None:
     try:
         async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as connection:
             await connection.execute(SCHEMA)
-        topic = f"{await create_topics(kafka, {'floor.events': 3})}floor.events"
-        modes = [await measure_mode(dsn, kafka, topic, name) for name in MODES]
+        prefix = await create_topics(kafka, {"floor.events": 3})
+        try:
+            topic = f"{prefix}floor.events"
+            modes = [await measure_mode(dsn, kafka, topic, name) for name in MODES]
+        finally:
+            await delete_topics(kafka, prefix, ["floor.events"])  # as bench-booking does
         tps = measure_pgbench(create_database(admin_dsn, pgbench_db))
     finally:
         drop_database(admin_dsn, name)
