@@ -32,12 +32,12 @@ from urllib.parse import urlsplit
 from google.protobuf.message import Message
 from opentelemetry import trace
 
+from servicekit.validation import CANONICAL_UUID
+
 SUBJECT_IDS = ("booking_id", "payment_id", "grant_id")
 REDACTED = "[redacted]"
 _NONE: Mapping[str, str] = MappingProxyType({})
 _SUBJECT: ContextVar[Mapping[str, str]] = ContextVar("liftfit_log_subject", default=_NONE)
-# Only canonical UUIDs are bound: a request's field may hold anything a caller sent.
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _EMAIL = re.compile(
     r"(?<![A-Za-z0-9!#$%&'*+/=?^_`{|}~.-])([A-Za-z0-9!#$%&'*+/=?^_`{|}~-])"
     r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]*@(?=[A-Za-z0-9-]+\.[A-Za-z0-9.-]*[A-Za-z0-9])"
@@ -49,7 +49,8 @@ _SHORTEST_SECRET = 8  # shorter values (a port, a flag) would mask ordinary word
 @contextlib.contextmanager
 def about(**ids: str) -> Iterator[None]:
     """Every line logged inside carries these ids (those that are canonical UUIDs)."""
-    fitting = {name: value for name, value in ids.items() if _UUID.fullmatch(value or "")}
+    # Only canonical UUIDs are bound: a request's field may hold anything a caller sent.
+    fitting = {name: value for name, value in ids.items() if CANONICAL_UUID.fullmatch(value or "")}
     if not fitting:
         yield
         return
@@ -129,7 +130,7 @@ class JsonLines(logging.Formatter):
         line.update(_SUBJECT.get())
         for name in SUBJECT_IDS:
             value = record.__dict__.get(name)
-            if isinstance(value, str) and _UUID.fullmatch(value):
+            if isinstance(value, str) and CANONICAL_UUID.fullmatch(value):
                 line[name] = value
         if record.exc_info:
             line["exception"] = self._clean(self.formatException(record.exc_info))

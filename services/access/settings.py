@@ -16,12 +16,11 @@ import binascii
 import re
 from dataclasses import dataclass, field
 
-from servicekit import config
+from servicekit import config, validation
 from servicekit.config import SettingError
 
 _KEY_ID = re.compile(r"[A-Za-z0-9_.-]{1,32}")
 _DEVICE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
-_SPACE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _ALIAS_PREFIX = re.compile(r"[a-z][a-z0-9]{0,15}")
 
 
@@ -92,7 +91,7 @@ def space_devices(name: str) -> dict[str, str]:
     mapping: dict[str, str] = {}
     for part in filter(None, (p.strip() for p in config.optional(name, "").split(","))):
         space, equals, lock = part.partition("=")
-        if not equals or not _SPACE.fullmatch(space.strip()):
+        if not equals or not validation.CANONICAL_UUID.fullmatch(space.strip()):
             raise SettingError(name, f"{part!r} is not <space id>=<device id>")
         mapping[space.strip()] = device(name, lock.strip())
     return mapping

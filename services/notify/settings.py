@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from servicekit import config, validation
 from servicekit.config import SettingError
 
-_SPACE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _HOST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,252})")
 
 
@@ -95,7 +94,7 @@ def space_timezones(name: str) -> dict[str, str]:
     mapping: dict[str, str] = {}
     for part in filter(None, (p.strip() for p in config.optional(name, "").split(","))):
         space, equals, tz = part.partition("=")
-        if not equals or not _SPACE.fullmatch(space.strip()):
+        if not equals or not validation.CANONICAL_UUID.fullmatch(space.strip()):
             raise SettingError(name, f"{part!r} is not <space id>=<IANA zone>")
         try:
             mapping[space.strip()] = validation.time_zone(name, tz.strip())
