@@ -21,6 +21,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from aiokafka import AIOKafkaProducer
 from google.protobuf.message import Message
 from liftfit.events.v1.envelope_pb2 import EventEnvelope
 from opentelemetry.trace import SpanKind
@@ -29,8 +30,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from servicekit import driver_sql, logs, tracing
-from servicekit.faults import Fault, classify
-from servicekit.kafka import ProducerLink
+from servicekit.faults import Fault, broker_unreachable, classify
+from servicekit.kafka import ProducerLink, producer_broken
 from servicekit.metrics.counters import INBOX_APPLIED, INBOX_DUPLICATES, INBOX_PARKED
 from servicekit.outage import OutageLog
 from servicekit.records import BadRecord, Delivery, Incoming, read_delivery
@@ -39,6 +40,10 @@ from servicekit.schema import FAILED, PROCESSED
 
 log = logging.getLogger(__name__)
 _TRACE_HEADERS = ("traceparent", "tracestate", "baggage")
+# A dead-letter copy is tried this often (through a broken producer's replacement or a
+# short broker outage), waiting this long for each acknowledgement.
+COPY_ATTEMPTS = 8
+COPY_ACK_WAIT_S = 30.0
 
 EventHandler = Callable[[AsyncSession, EventEnvelope, Message], Awaitable[None]]
 
@@ -223,30 +228,47 @@ class Inbox:
         task.add_done_callback(self._copies.discard)
 
     async def _send_copy(self, link: ProducerLink, delivery: Delivery, reason: str) -> None:
+        """Sends the copy, on a new producer if the current one turns out broken, and
+        through a passing broker outage; gives up, saying so, after a bounded number of
+        tries or when the broker refuses the copy itself."""
+        for attempt in range(1, COPY_ATTEMPTS + 1):
+            producer = link.current or await link.connect_within(COPY_ACK_WAIT_S)
+            if producer is None:
+                continue
+            try:
+                await self._send_copy_with(producer, delivery, reason)
+                return
+            except Exception as error:
+                if producer_broken(producer, error):
+                    await link.replace(producer, error)
+                elif not (broker_unreachable(error) or isinstance(error, TimeoutError)):
+                    return self._copy_lost(delivery, error)  # the broker refuses the copy
+                await asyncio.sleep(self._policy.delay_after(attempt))
+        self._copy_lost(delivery, TimeoutError(f"not sent after {COPY_ATTEMPTS} tries"))
+
+    async def _send_copy_with(
+        self, producer: AIOKafkaProducer, delivery: Delivery, reason: str
+    ) -> None:
         topic = f"{delivery.topic}.dlq"
         # The copy continues this trace: its produce span's context replaces the original's.
         span, trace_headers = tracing.produce_span(topic, None, _event_id_of(delivery), None)
         headers = [*_copied_headers(delivery), ("parked-reason", reason.encode()), *trace_headers]
         try:
-            try:
-                producer = link.current
-                if producer is None:
-                    raise RuntimeError("the producer is not connected")
-                sent = await producer.send(
-                    topic, value=delivery.value, key=delivery.key, headers=headers
-                )
-            finally:
-                span.end()
-            await asyncio.wait_for(sent, 30)
-        except Exception as error:
-            log.error(
-                "%s: dead-letter copy of %s/%d@%d failed: %r",
-                self.name,
-                delivery.topic,
-                delivery.partition,
-                delivery.offset,
-                error,
-            )
+            value, key = delivery.value, delivery.key
+            sent = await producer.send(topic, value=value, key=key, headers=headers)
+        finally:
+            span.end()
+        await asyncio.wait_for(sent, COPY_ACK_WAIT_S)
+
+    def _copy_lost(self, delivery: Delivery, error: BaseException) -> None:
+        log.error(
+            "%s: dead-letter copy of %s/%d@%d failed: %r",
+            self.name,
+            delivery.topic,
+            delivery.partition,
+            delivery.offset,
+            error,
+        )
 
 
 def _ids_of(incoming: Incoming) -> dict[str, str]:

@@ -40,14 +40,14 @@ class OutageLog:
         now = self._clock()
         if self._since is None:
             self._since = self._last_line = now
-            self._log.warning("%s unreachable, waiting: %s", self._what, _short(error))
+            self._log.warning("%s unreachable, waiting: %s", self._what, short_error(error))
         elif now - self._last_line >= self._remind_every_s:
             self._last_line = now
             self._log.warning(
                 "%s still unreachable after %.0f s: %s",
                 self._what,
                 now - self._since,
-                _short(error),
+                short_error(error),
             )
 
     def succeeded(self) -> None:
@@ -59,6 +59,7 @@ class OutageLog:
             self._since = None
 
 
-def _short(error: BaseException) -> str:
+def short_error(error: BaseException) -> str:
+    """An error's type and the first line of its text, bounded, for one log line."""
     text = str(error).splitlines()[0] if str(error) else ""
     return f"{type(error).__name__}: {text[:200]}"

@@ -5,10 +5,19 @@ when it dies. Rows are claimed with FOR UPDATE SKIP LOCKED, so relays that overl
 moment, and the lanes of one relay, never publish the same row at the same time. A row is
 marked dispatched only after the broker acknowledged it; if the relay dies in between, the
 row is published again and consumers drop the copy by its effect id. No high-water mark is
-kept, so a row that commits late is still claimed. A broker outage delays rows without
-spending their attempts; a row that the broker refuses is retried with backoff and marked
-failed after the bound; a retriable broker error (a leader moving, a request timing out)
-spends no attempt.
+kept, so a row that commits late is still claimed.
+
+A row the broker did not acknowledge is judged by whose fault it was:
+- the producer's: the broker refused the idempotent producer's state (a sequence gap after
+  a broker restart, an unknown producer id, a fenced epoch; servicekit.kafka's
+  PRODUCER_STATE_ERRORS), or the producer's sender died. Nothing is wrong with the row:
+  the producer is replaced, and the row stays pending with its attempts intact and goes
+  out on the new producer.
+- the broker's passing trouble: it cannot be reached, does not answer in time, or a
+  leader is moving (`_PASSING`). The row stays pending with its attempts intact.
+- the row's own: anything else, such as a record too large or invalid, or a topic the
+  broker does not have. The row spends an attempt, is retried with backoff, and is marked
+  failed after the bound, visible to operators.
 The producer is connected by the relay's own worker, so a service starts without Kafka.
 """
 
@@ -29,7 +38,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from servicekit import driver_sql, tracing
 from servicekit.faults import BROKER_OUTAGE_ERRORS
-from servicekit.kafka import ProducerLink, broker_answers
+from servicekit.kafka import ProducerLink, broker_answers, producer_broken
 from servicekit.leadership import Lease
 from servicekit.metrics.counters import RELAY_FAILURES, RELAY_PUBLISHED
 from servicekit.outage import OutageLog
@@ -48,7 +57,7 @@ class BrokerUnavailable(RuntimeError):
 
 
 # A leader moving or a request timing out is the broker's passing trouble, not the row's.
-_RETRIABLE = (
+_PASSING = (
     *BROKER_OUTAGE_ERRORS,
     kafka_errors.NotLeaderForPartitionError,
     kafka_errors.LeaderNotAvailableError,
@@ -63,6 +72,7 @@ class _Outcome:
     acked: list[int]  # the rows' seq: short to send back, and unique
     refused: list[tuple[Row[Any], BaseException]]
     outage: bool
+    broken: BaseException | None  # what the producer's broken state was answered with
 
 
 class OutboxRelay:
@@ -113,6 +123,8 @@ class OutboxRelay:
         backoff = self._policy.base_delay_s
         outage = OutageLog(log, f"relay of {self._outbox.name}")
         while not stopping.is_set():
+            if self._link.current is None and await self._link.connect(stopping) is None:
+                return  # stopping while the broker was down
             try:
                 published = await self.relay_batch()
                 backoff = self._policy.base_delay_s
@@ -151,13 +163,16 @@ class OutboxRelay:
             self._found_rows = bool(rows)
             if not rows:
                 return 0
-            outcome = await self._publish(rows)
+            producer = self._producer
+            outcome = await self._publish(producer, rows)
             if self._after_broker_ack is not None and outcome.acked:
                 await self._after_broker_ack(rows)
             async with driver_sql.pipeline(session):
                 await self._mark_dispatched(session, outcome.acked)
                 await self._mark_refused(session, outcome.refused)
                 await driver_sql.commit_in_pipeline(session)
+        if outcome.broken is not None:
+            await self._link.replace(producer, outcome.broken)
         if outcome.outage:
             raise BrokerUnavailable("broker did not acknowledge; rows stay pending")
         return len(outcome.acked)
@@ -175,10 +190,9 @@ class OutboxRelay:
             claimed = await driver_sql.queue(session, self._claim_sql, {"limit": self._batch_size})
         return claimed.rows()
 
-    async def _publish(self, rows: Sequence[Row[Any]]) -> _Outcome:
+    async def _publish(self, producer: AIOKafkaProducer, rows: Sequence[Row[Any]]) -> _Outcome:
         # Enqueue every row first and await the acknowledgements together: the producer
         # batches them per partition, which is where the throughput comes from.
-        producer = self._producer
         counts = _PartitionCounts(producer)
         deliveries: list[Any] = []
         for row in rows:
@@ -188,7 +202,7 @@ class OutboxRelay:
             except Exception as error:  # refused before it was queued (too large, say)
                 deliveries.append(_failed(error))
         results = [await _outcome_of(delivery) for delivery in deliveries]
-        return await self._classify(rows, results)
+        return await self._classify(producer, rows, results)
 
     @property
     def _producer(self) -> AIOKafkaProducer:
@@ -197,7 +211,9 @@ class OutboxRelay:
             raise BrokerUnavailable("the producer is not connected yet")
         return producer
 
-    async def _classify(self, rows: Sequence[Row[Any]], results: list[Any]) -> _Outcome:
+    async def _classify(
+        self, producer: AIOKafkaProducer, rows: Sequence[Row[Any]], results: list[Any]
+    ) -> _Outcome:
         acked = [
             row.seq
             for row, result in zip(rows, results, strict=True)
@@ -209,22 +225,15 @@ class OutboxRelay:
             if isinstance(result, BaseException)
         ]
         _count(rows, results)
-        passing = [(row, error) for row, error in failures if self._passing(row, error)]
-        refused = [(row, error) for row, error in failures if not self._passing(row, error)]
-        outage = bool(passing) and not await broker_answers(self._producer)
-        # Rows that met the broker's passing trouble stay pending with their attempts intact.
-        return _Outcome(acked=acked, refused=refused, outage=outage)
-
-    def _passing(self, row: Row[Any], error: BaseException) -> bool:
-        """A retriable error, for a topic the broker knows: the row is not at fault.
-
-        A missing topic also ends in a time-out, but waiting cannot cure it, so that row
-        spends its attempts and ends failed, visible to operators.
-        """
-        if not isinstance(error, _RETRIABLE):
-            return False
-        topics = self._producer.client.cluster.topics()
-        return not topics or row.topic in topics
+        # Rows that met a broken producer or the broker's passing trouble stay pending
+        # with their attempts intact; only the rows at fault themselves are refused.
+        broken = next((e for _, e in failures if producer_broken(producer, e)), None)
+        if broken is not None:
+            failures = [(r, e) for r, e in failures if not producer_broken(producer, e)]
+        passing = [(row, error) for row, error in failures if _passing(producer, row, error)]
+        refused = [(row, error) for row, error in failures if not _passing(producer, row, error)]
+        outage = bool(passing) and not await broker_answers(producer)
+        return _Outcome(acked=acked, refused=refused, outage=outage, broken=broken)
 
     async def _mark_dispatched(self, session: AsyncSession, seqs: list[int]) -> None:
         if seqs:
@@ -288,6 +297,18 @@ def _refused_sql(table: str) -> str:
         " next_attempt_at = now() + make_interval(secs => %(delay_s)s)"
         " WHERE effect_id = %(effect_id)s::uuid"
     )
+
+
+def _passing(producer: AIOKafkaProducer, row: Row[Any], error: BaseException) -> bool:
+    """A retriable error, for a topic the broker knows: the row is not at fault.
+
+    A missing topic also ends in a time-out, but waiting cannot cure it, so that row
+    spends its attempts and ends failed, visible to operators.
+    """
+    if not isinstance(error, _PASSING):
+        return False
+    topics = producer.client.cluster.topics()
+    return not topics or row.topic in topics
 
 
 class _PartitionCounts:

@@ -12,6 +12,7 @@
 #   pg-up        only PostgreSQL (+ role and databases)
 #   kafka-up     only Kafka (+ topics)
 #   kafka-stop   SIGTERM the broker and wait until it is gone (SIGKILL after 30 s)
+#   kafka-kill   SIGKILL the broker (a crash: no controlled shutdown) and wait until it is gone
 #   kafka-start  start the broker and wait until it serves metadata requests
 #   pg-stop      stop PostgreSQL (fast: sessions are cut) and wait until it is down
 #   pg-start     start PostgreSQL and wait until it accepts connections
@@ -482,6 +483,19 @@ kafka_stop() {
   rm -f "$KAFKA_PID_FILE"
 }
 
+# A crash, not a stop: the broker gets no chance to hand its partitions over or to write
+# its producer-state snapshots.
+kafka_kill() {
+  local pid
+  if pid="$(kafka_pid)"; then
+    log "killing Kafka (pid $pid)"
+    kill -KILL "$pid" 2>/dev/null || true
+    for _ in $(seq 1 100); do pid_alive "$pid" || break; sleep 0.1; done
+    ! pid_alive "$pid" || die "Kafka (pid $pid) survived SIGKILL"
+  fi
+  rm -f "$KAFKA_PID_FILE"
+}
+
 kafka_python() {
   local candidate
   for candidate in "${INFRA_PYTHON:-}" "$REPO/.venv/bin/python" python3; do
@@ -618,6 +632,7 @@ main() {
     pg-up) take_lock; pg_up ;;
     kafka-up) take_lock; kafka_up ;;
     kafka-stop) take_lock; kafka_stop ;;
+    kafka-kill) take_lock; kafka_kill ;;
     kafka-start) take_lock; ensure_java; kafka_write_config; kafka_start ;;
     pg-stop) take_lock; pg_stop ;;
     pg-start) take_lock; pg_start_existing ;;

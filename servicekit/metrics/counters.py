@@ -47,6 +47,11 @@ RELAY_FAILURES: Final = Counter(
     "Outbox rows sent that the broker did not acknowledge (refused, or its passing trouble)",
     ["topic"],
 )
+PRODUCER_REPLACEMENTS: Final = Counter(
+    "liftfit_producer_replacements",
+    "Producers replaced because the broker refused their idempotent state, by the error",
+    ["error"],
+)
 LEASE_HELD: Final = Gauge(
     "liftfit_lease_held",
     "1 while this process holds the lease (the service's relay), 0 while it waits for it",

@@ -115,7 +115,7 @@ class RunningConsumer:
     consumer: InboxConsumer
     task: asyncio.Task[None]
     stopping: asyncio.Event
-    producer: AIOKafkaProducer
+    dead_letters: kafka.ProducerLink
     extra: list[Any] = field(default_factory=list)
 
     @property
@@ -127,20 +127,29 @@ class RunningConsumer:
     async def stop(self) -> None:
         self.stopping.set()
         await asyncio.wait_for(self.task, 10)
-        await self.producer.stop()
+        await self.dead_letters.close()
 
 
 async def start_consumer(
-    side: Side, bootstrap: str, topic: str, group: str, policy: RetryPolicy | None = None
+    side: Side,
+    bootstrap: str,
+    topic: str,
+    group: str,
+    policy: RetryPolicy | None = None,
+    dead_letters: kafka.ProducerLink | None = None,
 ) -> RunningConsumer:
-    dead_letters = kafka.make_producer(bootstrap, f"{group}-dlq")
-    await dead_letters.start()
+    """The consumer of `topic`, its dead-letter copies sent through `dead_letters` (a link
+    to a producer of its own by default)."""
+    if dead_letters is None:
+        producer = kafka.make_producer(bootstrap, f"{group}-dlq")
+        await producer.start()
+        dead_letters = kafka.ProducerLink.of(producer)
     inbox = Inbox(
         group,
         side.sessions,
         side.tables.inbox,
         {StringValue.DESCRIPTOR.full_name: applying_handler(side)},
-        dead_letters=kafka.ProducerLink.of(dead_letters),
+        dead_letters=dead_letters,
         policy=policy or RetryPolicy(max_attempts=3, base_delay_s=0.05, max_delay_s=0.2),
     )
     consumer = InboxConsumer(lambda: kafka.make_consumer(bootstrap, group, [topic]), inbox)

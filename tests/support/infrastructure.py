@@ -294,6 +294,12 @@ def stop_kafka() -> None:
     _infra("kafka-stop", timeout=KAFKA_CONTROL_TIMEOUT_S, what="'infra.sh kafka-stop' failed")
 
 
+def kill_kafka() -> None:
+    """SIGKILL the local broker, as a crash would, and wait until the process is gone."""
+    _require_local_kafka()
+    _infra("kafka-kill", timeout=KAFKA_CONTROL_TIMEOUT_S, what="'infra.sh kafka-kill' failed")
+
+
 def start_kafka() -> None:
     """Start the local broker again and wait until it serves metadata requests."""
     _require_local_kafka()
