@@ -47,14 +47,14 @@ BUSY_TRIES = 20
 SLOT_MINUTES, SLOT_EVERY_MINUTES = 2, 3  # short slots, all inside access's lead time
 
 
-@dataclass
+@dataclass(repr=False)
 class Customer:
     org: Org
     email: str
     bookings: list[str] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(repr=False)
 class Journeys:
     """What the customers did: their bookings and the payments made at the sandbox."""
 
@@ -132,8 +132,7 @@ async def test_card_journeys_across_a_broker_restart_lose_no_event_in_any_servic
         assert len(booked) >= 20, "too few checkouts to prove anything"
         assert journeys.paid == set(booked)  # every booking got its payment link
         for customer in journeys.customers:
-            settled = functools.partial(_settled, journeys, customer)
-            await eventually(settled, SETTLED_WITHIN_S, every=1.0)
+            await _wait_settled(journeys, customer)
 
     for name in SERVICES:
         drained = functools.partial(_outbox_drained, platform, name, marks[name])
@@ -215,19 +214,37 @@ async def _short_slots(api: Api, needed: int) -> list[str]:
     return slots
 
 
-async def _settled(journeys: Journeys, customer: Customer) -> bool:
-    """Every booking of the customer confirmed with an active PIN, and its two mails."""
+async def _wait_settled(journeys: Journeys, customer: Customer) -> None:
+    """Every booking of the customer confirmed with an active PIN, and its two mails;
+    fails naming what is missing of which booking."""
+
+    async def settled() -> bool:
+        return not await _missing(journeys, customer)
+
+    try:
+        await eventually(settled, SETTLED_WITHIN_S, every=1.0)
+    except AssertionError:
+        missing = await _missing(journeys, customer)
+        raise AssertionError("not settled:\n" + "\n".join(missing)) from None
+
+
+async def _missing(journeys: Journeys, customer: Customer) -> list[str]:
+    missing = []
     for booking_id in customer.bookings:
         found = await journeys._booking(customer, booking_id)
         if found["state"] != "confirmed":
-            return False
+            missing.append(f"booking {booking_id}: {found['state']}, payment {found['payment']}")
+            continue
         path = f"/v1/orgs/{customer.org.org_id}/bookings/{booking_id}/access"
-        access = await journeys.api.call("GET", path, customer.org.owner)
+        read = functools.partial(journeys.api.call, "GET", path, customer.org.owner)
+        access = await _answered(read)
         if access.status_code != 200 or not access.json().get("pin"):
-            return False
-    mails = await _mails_to(journeys, customer.email)
-    assert mails <= 2 * len(customer.bookings), "a mail was sent twice"
-    return mails == 2 * len(customer.bookings)
+            missing.append(f"booking {booking_id}: no PIN: {access.status_code} {access.text}")
+    mails, wanted = await _mails_to(journeys, customer.email), 2 * len(customer.bookings)
+    assert mails <= wanted, f"{mails} mails to {customer.email} for {wanted}: one went twice"
+    if mails < wanted:
+        missing.append(f"{customer.email}: {mails} mails of {wanted}")
+    return missing
 
 
 async def _mails_to(journeys: Journeys, email: str) -> int:
