@@ -1,4 +1,4 @@
-"""The metrics the README's table documents, process by process."""
+"""The metrics the table of docs/operations.md documents, process by process."""
 
 from __future__ import annotations
 
