@@ -10,6 +10,7 @@ EVERY_SERVICE = (
     "liftfit_outbox_failed_rows",
     "liftfit_relay_published_total",
     "liftfit_relay_publish_failures_total",
+    "liftfit_producer_replacements_total",
     "liftfit_lease_held",
     "liftfit_inbox_applied_total",
     "liftfit_inbox_duplicates_total",
