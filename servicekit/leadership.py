@@ -3,7 +3,7 @@
 Each replica's relay could publish every row by itself, and correctly so beside the others
 (`FOR UPDATE SKIP LOCKED`); but under load the replicas' relays split the rows into twice
 as many batches, and a batch costs its claim, its commit and a produce request that Kafka
-spends about 3 ms of CPU on whatever its size (measured; see the README). So one replica
+spends about 3 ms of CPU on whatever its size (measured; docs/performance.md). So one replica
 leads the work at a time and the others wait to take over.
 
 The lease is a PostgreSQL session-level advisory lock held on a connection of its own:

@@ -152,7 +152,7 @@ def database_batch(templates: Sequence[str]) -> Iterator[None]:
 
 
 def database_spans_enabled() -> bool:
-    """Database spans cost the checkout CPU (see the README's figures): on only when
+    """Database spans cost the checkout CPU (docs/performance.md, "Tracing costs"): on only when
     OTEL_DB_SPANS=on, and then only inside a trace."""
     return os.environ.get("OTEL_DB_SPANS", "off").strip().lower() == "on"
 

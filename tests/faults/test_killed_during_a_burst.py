@@ -143,7 +143,7 @@ async def test_services_killed_during_a_burst_serve_in_3_s_and_confirm_every_pai
             # ...and the payment service has its payment: no PaymentRequested was lost.
             assert await shop.payment_of(booking_id), booking_id
         # A payment page that did not come in time was being created by the killed
-        # process: its job is leased to the dead process (see README) and comes back later.
+        # process: its job is leased to the dead process and comes back when the lease runs out.
         assert set(burst.paid) | set(burst.unpaid) == set(burst.booked)
         assert len(burst.paid) > SLOTS // 2, f"only {len(burst.paid)} bookings were paid"
 

@@ -1,4 +1,5 @@
-"""Freeing the slot a booking leaves, under the disclosure rule (invariant 17)."""
+"""Freeing the slot a booking leaves, under the disclosure rule: a slot whose PIN a customer
+saw stays closed until the lock provider confirms the PIN's revocation."""
 
 from __future__ import annotations
 
