@@ -25,7 +25,7 @@ from servicekit.relay import OutboxRelay
 from servicekit.retry import RetryPolicy
 from tests.foundation.conftest import Pair
 from tests.foundation.harness import append_events, eventually, start_consumer, start_relay
-from tests.foundation.test_relay import _inbox_state, _read_event_ids
+from tests.foundation.test_relay import _read_event_ids
 
 GAP = 3  # sequence numbers the broker never saw
 
@@ -125,8 +125,13 @@ async def test_a_dead_letter_copy_sent_through_a_refused_producer_goes_out_on_a_
     )
     try:
 
-        async def parked() -> bool:
-            return await _inbox_state(pair, poison) == "failed"
+        async def parked() -> bool:  # the inbox row is written when the record arrives
+            inbox = pair.consumer.tables.inbox.c
+            async with pair.consumer.sessions() as session:
+                state = await session.scalar(
+                    select(inbox.state).where(inbox.event_id == str(poison))
+                )
+            return state == "failed"
 
         await eventually(parked)
         copies = await _read_event_ids(pair.bootstrap, pair.topic + ".dlq", 2)
