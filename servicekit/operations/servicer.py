@@ -2,8 +2,10 @@
 the service's name, its sessions, its eventing tables and its two hooks.
 
 A decision (a replay, a resolution) and its audit row are written in one transaction, so
-neither is ever found without the other. Refusals reach the caller as their rich status in
-the error domain `liftfit.ops` (see `OperatorApi.error_domains`).
+neither is ever found without the other. A failed outbox row is an open incident
+(`failed_rows`): raised when incidents or a booking are read, resolved by its replay.
+Refusals reach the caller as their rich status in the error domain `liftfit.ops` (see
+`OperatorApi.error_domains`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from servicekit.audit import AuditLog
 from servicekit.grpc_server import Registration
 from servicekit.incidents import Incidents
-from servicekit.operations import effects, requests
+from servicekit.operations import effects, failed_rows, requests
 from servicekit.operations.hooks import FINDING_STATES, BookingLookup, DriftSource
 from servicekit.operations.messages import (
     audit_message,
@@ -64,6 +66,7 @@ class OperationsServicer(operations_pb2_grpc.OperationsServiceServicer):
     ) -> pb.BookingSide:
         booking_id = requests.identifier("booking_id", request.booking_id)
         async with self._sessions() as session, session.begin():
+            await failed_rows.raise_incidents(session, self._tables, self._service)
             found = await self._lookup(session, booking_id)
             subjects = list(dict.fromkeys([booking_id, *found.subjects]))
             pending = await effects.pending_effects(session, self._tables, subjects)
@@ -101,6 +104,10 @@ class OperationsServicer(operations_pb2_grpc.OperationsServiceServicer):
                 generation = await self._outbox.replay(session, uuid.UUID(command.effect_id))
             except UnknownEffect:
                 raise NotFound("no outbox row has that effect_id") from None
+            effect_id = uuid.UUID(command.effect_id)
+            await failed_rows.resolve_replayed(
+                session, self._tables, effect_id, command.operator, command.reason
+            )
             detail = {"reason": command.reason, "dispatch_generation": generation}
             await self._audit.within(session).record(
                 command.operator, REPLAY_EFFECT, command.effect_id, detail
@@ -112,6 +119,7 @@ class OperationsServicer(operations_pb2_grpc.OperationsServiceServicer):
     ) -> pb.ListIncidentsResponse:
         state = requests.state_filter(request.state, requests.INCIDENT_STATES)
         async with self._sessions() as session, session.begin():
+            await failed_rows.raise_incidents(session, self._tables, self._service)
             found = await self._incidents.listed(session, state or None)
         return pb.ListIncidentsResponse(
             incidents=[incident_message(self._service, i) for i in found]
