@@ -1,5 +1,5 @@
 """The OperationsService servicer: one implementation for every service, parameterised by
-the service's name, its sessions, its eventing tables and its two hooks.
+the service's name, its sessions, its eventing tables and its hooks.
 
 A decision (a replay, a resolution) and its audit row are written in one transaction, so
 neither is ever found without the other. A failed outbox row is an open incident
@@ -24,10 +24,17 @@ from servicekit.audit import AuditLog
 from servicekit.grpc_server import Registration
 from servicekit.incidents import Incidents
 from servicekit.operations import effects, failed_rows, requests
-from servicekit.operations.hooks import FINDING_STATES, BookingLookup, DriftSource
+from servicekit.operations.hooks import (
+    FINDING_STATES,
+    BookingLookup,
+    DriftSource,
+    StateSource,
+    no_states,
+)
 from servicekit.operations.messages import (
     audit_message,
     backlog_message,
+    booking_state_message,
     effect_message,
     finding_message,
     incident_message,
@@ -51,12 +58,14 @@ class OperationsServicer(operations_pb2_grpc.OperationsServiceServicer):
         tables: EventingTables,
         lookup: BookingLookup,
         drift: DriftSource,
+        states: StateSource = no_states,
     ) -> None:
         self._service = service
         self._sessions = sessions
         self._tables = tables
         self._lookup = lookup
         self._drift = drift
+        self._states = states
         self._outbox = Outbox(tables.outbox, producer=service)
         self._incidents = Incidents(tables.incidents)
         self._audit = AuditLog(tables.audit_log)
@@ -177,6 +186,15 @@ class OperationsServicer(operations_pb2_grpc.OperationsServiceServicer):
             entries = await self._audit.within(session).newest(subject or None, limit)
         return pb.ListAuditResponse(entries=[audit_message(entry) for entry in entries])
 
+    async def ListBookingStates(
+        self, request: pb.ListBookingStatesRequest, context: Context
+    ) -> pb.ListBookingStatesResponse:
+        before = request.before if request.HasField("before") else None
+        query = requests.state_query(request.booking_ids, request.state, before, request.limit)
+        async with self._sessions() as session, session.begin():
+            found = await self._states(session, query)
+        return pb.ListBookingStatesResponse(bookings=[booking_state_message(b) for b in found])
+
 
 @dataclass(frozen=True)
 class OperatorApi:
@@ -204,5 +222,6 @@ def operator_api(
     tables: EventingTables,
     lookup: BookingLookup,
     drift: DriftSource,
+    states: StateSource = no_states,
 ) -> OperatorApi:
-    return OperatorApi(OperationsServicer(service, sessions, tables, lookup, drift))
+    return OperatorApi(OperationsServicer(service, sessions, tables, lookup, drift, states))
