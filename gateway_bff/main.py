@@ -41,6 +41,7 @@ def bootstrap(settings: Settings, identity: Authenticator) -> FastAPI:
         lag=lag,
         metrics=registry_with(gauges),
         traces=Traces(settings.traces_url, settings.deadline_s),
+        drift=settings.drift,
     )
 
     @contextlib.asynccontextmanager

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated
 
 from fastapi import Header, Request
 from prometheus_client import CollectorRegistry
 
+from gateway_bff.drift import DriftBounds
 from gateway_bff.identity import Authenticator
 from gateway_bff.problems import Problem, not_found
 from gateway_bff.store.directory import Directory
@@ -28,6 +29,7 @@ class Parts:
     lag: ConsumerLag
     metrics: CollectorRegistry  # what /metrics serves
     traces: Traces  # Jaeger's query API, for the operators' console
+    drift: DriftBounds = field(default_factory=DriftBounds)  # when a missing step is drift
 
 
 def parts_of(request: Request) -> Parts:

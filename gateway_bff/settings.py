@@ -5,14 +5,19 @@ members, operators), the services' gRPC addresses under the names the services t
 read (BOOKING_GRPC_ADDRESS, ...), GATEWAY_DEADLINE_MS (how long one call to a service may
 take), GATEWAY_OPERATORS (users given the operator role at start, `ops` in the local run),
 Kafka's address and topic prefix for the consumer lag it reports, and GATEWAY_TRACES_URL
-(Jaeger's query API, which the operators' console reads traces from; empty: no traces).
+(Jaeger's query API, which the operators' console reads traces from; empty: no traces), and
+how long a saga step may take before drift names its absence:
+GATEWAY_DRIFT_ACCESS_AFTER_SECONDS (a confirmed booking without a grant, 300) and
+GATEWAY_DRIFT_PAYMENT_OPEN_AFTER_SECONDS (an ended booking's payment still open, 300).
 Identity settings are read by gateway_bff.identity.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import timedelta
 
+from gateway_bff.drift import DriftBounds
 from servicekit import config
 
 SERVICES = ("booking", "payment", "access", "notify")
@@ -29,6 +34,7 @@ class Settings:
     operators: tuple[str, ...] = ()
     db_pool_size: int = 10
     traces_url: str = ""
+    drift: DriftBounds = field(default_factory=DriftBounds)
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -45,4 +51,12 @@ class Settings:
             operators=tuple(u.strip() for u in operators.split(",") if u.strip()),
             db_pool_size=config.integer("GATEWAY_DB_POOL_SIZE", 10, minimum=1),
             traces_url=config.optional("GATEWAY_TRACES_URL", ""),
+            drift=DriftBounds(
+                access_after=_seconds("GATEWAY_DRIFT_ACCESS_AFTER_SECONDS", 300),
+                payment_open_after=_seconds("GATEWAY_DRIFT_PAYMENT_OPEN_AFTER_SECONDS", 300),
+            ),
         )
+
+
+def _seconds(name: str, default: int) -> timedelta:
+    return timedelta(seconds=config.integer(name, default, minimum=1))

@@ -21,7 +21,7 @@ from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
 from liftfit.ops.v1 import operations_pb2 as opb
 
-from gateway_bff import bodies, resources, timeline
+from gateway_bff import bodies, drift, resources, timeline
 from gateway_bff.docs import ANSWERS
 from gateway_bff.edge import caller_of
 from gateway_bff.parts import Parts, known_id, parts_of
@@ -213,12 +213,31 @@ async def list_drift(
     request: Request,
     state: Annotated[Literal["repaired", "open", "cleared"] | None, Query()] = None,
 ) -> JSONResponse:
+    """Each service's own findings, and the saga steps that never came, which only two
+    services' records show together (gateway_bff.drift): those are live, so `open`."""
     parts = parts_of(request)
     ask = opb.ListDriftFindingsRequest(state=state or "")
     answers, unavailable = await ask_each(parts, "ListDriftFindings", ask)
-    listed = [shown(f) for answer in answers.values() for f in answer.findings]
+    found = [f for answer in answers.values() for f in answer.findings]
+    if state in (None, "open"):
+        joined, not_answering = await drift.cross_findings(_states_of(parts), parts.drift)
+        found += joined
+        unavailable = [name for name in SERVICES if name in {*unavailable, *not_answering}]
+    listed = [shown(f) for f in found]
     listed.sort(key=lambda f: str(f.get("found_at", "")), reverse=True)
     return JSONResponse({"findings": listed, "unavailable": unavailable})
+
+
+def _states_of(parts: Parts) -> drift.Ask:
+    async def ask(
+        name: str, request: opb.ListBookingStatesRequest
+    ) -> opb.ListBookingStatesResponse:
+        reply: opb.ListBookingStatesResponse = await parts.services[name].read(
+            parts.services.ops[name].ListBookingStates, request
+        )
+        return reply
+
+    return ask
 
 
 @router.get("/audit", responses=ANSWERS.operator(), operation_id="listAudit")

@@ -90,3 +90,34 @@ def live_finding(
         state=OPEN,
         found_at=found_at,
     )
+
+
+@dataclass(frozen=True)
+class StateQuery:
+    """Which of a service's records of bookings to list: with `booking_ids`, every record of
+    those bookings; else the records in `state` that last changed before `before`, the most
+    recently changed first. At most `limit`."""
+
+    booking_ids: tuple[str, ...]
+    state: str
+    before: datetime
+    limit: int
+
+
+@dataclass(frozen=True)
+class BookingState:
+    """One record a service keeps of a booking (the booking, a payment, a grant)."""
+
+    booking_id: str
+    state: str
+    since: datetime  # when the record last changed
+
+
+class StateSource(Protocol):
+    async def __call__(self, session: AsyncSession, query: StateQuery) -> list[BookingState]:
+        """The service's records that the query names."""
+
+
+async def no_states(session: AsyncSession, query: StateQuery) -> list[BookingState]:
+    """For a service that keeps no state per booking that another service's step follows."""
+    return []

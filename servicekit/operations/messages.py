@@ -11,7 +11,7 @@ from servicekit import protobuf
 from servicekit.audit import AuditEntry
 from servicekit.incidents import Incident
 from servicekit.operations.effects import Effect
-from servicekit.operations.hooks import DriftFinding
+from servicekit.operations.hooks import BookingState, DriftFinding
 from servicekit.outbox import Backlog
 from servicekit.protobuf import timestamp
 from servicekit.schema import DISPATCHED, FAILED, PENDING
@@ -86,4 +86,10 @@ def audit_message(entry: AuditEntry) -> pb.AuditEntry:
         action=entry.action,
         subject=entry.subject,
         detail_json=json.dumps(entry.detail, sort_keys=True, ensure_ascii=False),
+    )
+
+
+def booking_state_message(found: BookingState) -> pb.BookingState:
+    return pb.BookingState(
+        booking_id=found.booking_id, state=found.state, since=timestamp(found.since)
     )

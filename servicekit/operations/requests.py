@@ -3,10 +3,15 @@ before any value reaches a query); a bad one is `validation_error` naming the fi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from servicekit import validation
 from servicekit.commands import identifier, state_filter
+from servicekit.operations.hooks import StateQuery
 from servicekit.refusals import InvalidRequest, NotFound, Refusal, invalid_fields_refused
 from servicekit.schema import DISPATCHED, FAILED, OPEN, PENDING, RESOLVED
 
@@ -16,6 +21,7 @@ OUTBOX_STATES = (PENDING, DISPATCHED, FAILED)
 INCIDENT_STATES = (OPEN, RESOLVED)
 MAX_NOTE = 2000  # a reason or a note: room for a few sentences, not a document
 DEFAULT_LIMIT, MAX_LIMIT = 200, 1000
+MAX_STATE = 64  # a state's name
 
 __all__ = ["INCIDENT_STATES", "OUTBOX_STATES", "REFUSALS", "identifier", "state_filter"]
 
@@ -61,3 +67,17 @@ def audit_subject(value: str) -> str:
     empty for every subject."""
     with invalid_fields_refused():
         return validation.text("subject", value, required=False)
+
+
+def state_query(
+    booking_ids: Sequence[str], state: str, before: Timestamp | None, asked_limit: int
+) -> StateQuery:
+    """Bookings named by id (at most MAX_LIMIT), or a state to list by, checked field by
+    field; `before` unset means now."""
+    with invalid_fields_refused():
+        if len(booking_ids) > MAX_LIMIT:
+            raise validation.InvalidField("booking_ids", f"must be at most {MAX_LIMIT}")
+        ids = tuple(validation.canonical_uuid("booking_ids", i) for i in booking_ids)
+        state = validation.text("state", state, MAX_STATE, required=not ids)
+        until = validation.moment("before", before) if before is not None else datetime.now(UTC)
+    return StateQuery(ids, state, until, limit(asked_limit))

@@ -1,9 +1,11 @@
 """The OperationsService servicer: one implementation for every service, parameterised by
-the service's name, its sessions, its eventing tables and its two hooks.
+the service's name, its sessions, its eventing tables and its hooks.
 
 A decision (a replay, a resolution) and its audit row are written in one transaction, so
-neither is ever found without the other. Refusals reach the caller as their rich status in
-the error domain `liftfit.ops` (see `OperatorApi.error_domains`).
+neither is ever found without the other. A failed outbox row is an open incident
+(`failed_rows`): raised when incidents or a booking are read, resolved by its replay.
+Refusals reach the caller as their rich status in the error domain `liftfit.ops` (see
+`OperatorApi.error_domains`).
 """
 
 from __future__ import annotations
@@ -21,11 +23,18 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from servicekit.audit import AuditLog
 from servicekit.grpc_server import Registration
 from servicekit.incidents import Incidents
-from servicekit.operations import effects, requests
-from servicekit.operations.hooks import FINDING_STATES, BookingLookup, DriftSource
+from servicekit.operations import effects, failed_rows, requests
+from servicekit.operations.hooks import (
+    FINDING_STATES,
+    BookingLookup,
+    DriftSource,
+    StateSource,
+    no_states,
+)
 from servicekit.operations.messages import (
     audit_message,
     backlog_message,
+    booking_state_message,
     effect_message,
     finding_message,
     incident_message,
@@ -49,12 +58,14 @@ class OperationsServicer(operations_pb2_grpc.OperationsServiceServicer):
         tables: EventingTables,
         lookup: BookingLookup,
         drift: DriftSource,
+        states: StateSource = no_states,
     ) -> None:
         self._service = service
         self._sessions = sessions
         self._tables = tables
         self._lookup = lookup
         self._drift = drift
+        self._states = states
         self._outbox = Outbox(tables.outbox, producer=service)
         self._incidents = Incidents(tables.incidents)
         self._audit = AuditLog(tables.audit_log)
@@ -64,6 +75,7 @@ class OperationsServicer(operations_pb2_grpc.OperationsServiceServicer):
     ) -> pb.BookingSide:
         booking_id = requests.identifier("booking_id", request.booking_id)
         async with self._sessions() as session, session.begin():
+            await failed_rows.raise_incidents(session, self._tables, self._service)
             found = await self._lookup(session, booking_id)
             subjects = list(dict.fromkeys([booking_id, *found.subjects]))
             pending = await effects.pending_effects(session, self._tables, subjects)
@@ -101,6 +113,10 @@ class OperationsServicer(operations_pb2_grpc.OperationsServiceServicer):
                 generation = await self._outbox.replay(session, uuid.UUID(command.effect_id))
             except UnknownEffect:
                 raise NotFound("no outbox row has that effect_id") from None
+            effect_id = uuid.UUID(command.effect_id)
+            await failed_rows.resolve_replayed(
+                session, self._tables, effect_id, command.operator, command.reason
+            )
             detail = {"reason": command.reason, "dispatch_generation": generation}
             await self._audit.within(session).record(
                 command.operator, REPLAY_EFFECT, command.effect_id, detail
@@ -112,6 +128,7 @@ class OperationsServicer(operations_pb2_grpc.OperationsServiceServicer):
     ) -> pb.ListIncidentsResponse:
         state = requests.state_filter(request.state, requests.INCIDENT_STATES)
         async with self._sessions() as session, session.begin():
+            await failed_rows.raise_incidents(session, self._tables, self._service)
             found = await self._incidents.listed(session, state or None)
         return pb.ListIncidentsResponse(
             incidents=[incident_message(self._service, i) for i in found]
@@ -169,6 +186,15 @@ class OperationsServicer(operations_pb2_grpc.OperationsServiceServicer):
             entries = await self._audit.within(session).newest(subject or None, limit)
         return pb.ListAuditResponse(entries=[audit_message(entry) for entry in entries])
 
+    async def ListBookingStates(
+        self, request: pb.ListBookingStatesRequest, context: Context
+    ) -> pb.ListBookingStatesResponse:
+        before = request.before if request.HasField("before") else None
+        query = requests.state_query(request.booking_ids, request.state, before, request.limit)
+        async with self._sessions() as session, session.begin():
+            found = await self._states(session, query)
+        return pb.ListBookingStatesResponse(bookings=[booking_state_message(b) for b in found])
+
 
 @dataclass(frozen=True)
 class OperatorApi:
@@ -196,5 +222,6 @@ def operator_api(
     tables: EventingTables,
     lookup: BookingLookup,
     drift: DriftSource,
+    states: StateSource = no_states,
 ) -> OperatorApi:
-    return OperatorApi(OperationsServicer(service, sessions, tables, lookup, drift))
+    return OperatorApi(OperationsServicer(service, sessions, tables, lookup, drift, states))

@@ -82,6 +82,7 @@ def bootstrap(settings: Settings, provider: LockProvider | None = None) -> Acces
         orm.eventing,
         operator_view.describe_booking,
         operator_view.drift_findings,
+        operator_view.booking_states,
     )
     runtime = ServiceRuntime(
         name=SERVICE,

@@ -4,6 +4,7 @@ relay, inbox, timer runner and gRPC servicer. Nothing connects before start().""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 from liftfit.booking.v1 import booking_pb2
 
@@ -68,12 +69,14 @@ def bootstrap(settings: Settings) -> BookingApp:
         reads,
         TimerWork(handlers=timer_handlers(uows), subjects={RELEASE_UNPAID_HOLD: "booking_id"}),
     )
+    drift = operator_view.BookingDrift(timedelta(seconds=settings.drift_no_payment_after_s))
     operators = operator_api(
         SERVICE,
         sessions,
         orm.eventing,
         operator_view.describe_booking,
-        operator_view.drift_findings,
+        drift,
+        operator_view.booking_states,
     )
     runtime = ServiceRuntime(
         name=SERVICE,
@@ -85,6 +88,6 @@ def bootstrap(settings: Settings) -> BookingApp:
         error_domain=ERROR_DOMAIN,
         error_domains=operators.error_domains,
         workers=parts.workers(),
-        metrics=parts.metrics(settings.metrics_address, operator_view.drift_findings),
+        metrics=parts.metrics(settings.metrics_address, drift),
     )
     return BookingApp(settings, runtime, uows, parts.inbox, parts.timer_runner, parts.relay)

@@ -17,6 +17,8 @@ class Settings:
     hold_seconds: int
     terms_version: str
     db_pool_size: int = 16
+    # How long a card booking may hold its slot with no payment before drift names it.
+    drift_no_payment_after_s: int = 120
     metrics_address: str = ""  # host:port of /metrics; empty: none served
 
     @classmethod
@@ -26,6 +28,9 @@ class Settings:
             hold_seconds=config.integer("BOOKING_HOLD_SECONDS", 900, minimum=1),
             terms_version=config.optional("BOOKING_TERMS_VERSION", "2026-11"),
             db_pool_size=config.integer("BOOKING_DB_POOL_SIZE", 16, minimum=1),
+            drift_no_payment_after_s=config.integer(
+                "BOOKING_DRIFT_NO_PAYMENT_AFTER_SECONDS", 120, minimum=1
+            ),
         )
 
     def topic(self, name: str) -> str:

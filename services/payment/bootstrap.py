@@ -86,7 +86,12 @@ def bootstrap(settings: Settings, gateway: CardGateway | None = None) -> Payment
     workers = [*parts.workers(), Worker("hint retrier", partial(reapply_hints, deps))]
     view = PaymentOperatorView(tables)
     operators = operator_api(
-        SERVICE, sessions, tables.eventing, view.describe_booking, view.drift_findings
+        SERVICE,
+        sessions,
+        tables.eventing,
+        view.describe_booking,
+        view.drift_findings,
+        view.booking_states,
     )
     runtime = ServiceRuntime(
         name=SERVICE,

@@ -4,6 +4,7 @@ deliberate refusal (see hostile.answered_deliberately), never INTERNAL or a leak
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +16,7 @@ from liftfit.ops.v1 import operations_pb2 as pb
 from servicekit.incidents import Incidents
 from services.booking.adapters import orm
 from tests.booking.harness import BookingHarness, new_id
-from tests.hardening.hostile import answered_deliberately, int32s, text_or_hostile
+from tests.hardening.hostile import answered_deliberately, int32s, text_or_hostile, timestamps
 from tests.hardening.test_rpc_inputs import CALL_TIMEOUT_S, FUZZ, Calls
 from tests.operations.operator import operations
 
@@ -77,6 +78,15 @@ def _operator_calls(draw: st.DrawFn, world: OperatorWorld) -> Calls:
             "ListAudit",
             pb.ListAuditRequest(
                 subject=draw(text_or_hostile("", world.effect_id)), limit=draw(int32s(200))
+            ),
+        ),
+        (
+            "ListBookingStates",
+            pb.ListBookingStatesRequest(
+                booking_ids=draw(st.lists(text_or_hostile(world.booking_id), max_size=3)),
+                state=draw(states),
+                before=draw(timestamps(int(time.time()))),
+                limit=draw(int32s(200, 1000)),
             ),
         ),
     ]

@@ -220,3 +220,34 @@ async def test_drift_findings_name_holds_not_released_and_slots_awaiting_revocat
     assert {f.finding_id for f in again} == {f.finding_id for f in found}  # stable ids
     cleared = await ops.ListDriftFindings(pb.ListDriftFindingsRequest(state="cleared"))
     assert list(cleared.findings) == []
+
+
+async def test_booking_states_are_listed_by_id_or_by_state_and_bad_asks_are_refused(
+    booking: BookingHarness,
+) -> None:
+    ops = operations(booking.channel)
+    _, held = await _card_booking(booking)
+    by_id = await ops.ListBookingStates(pb.ListBookingStatesRequest(booking_ids=[held.booking_id]))
+    assert [(b.booking_id, b.state) for b in by_id.bookings] == [(held.booking_id, "pending")]
+    by_state = await ops.ListBookingStates(pb.ListBookingStatesRequest(state="pending"))
+    assert held.booking_id in [b.booking_id for b in by_state.bookings]
+    earlier = by_id.bookings[0].since
+    before_it = await ops.ListBookingStates(
+        pb.ListBookingStatesRequest(state="pending", before=earlier)
+    )
+    assert held.booking_id not in [b.booking_id for b in before_it.bookings]
+
+    bad = {
+        "booking_ids": pb.ListBookingStatesRequest(booking_ids=[held.booking_id.upper()]),
+        "state": pb.ListBookingStatesRequest(state=""),
+        "limit": pb.ListBookingStatesRequest(state="pending", limit=1001),
+    }
+    for field, request in bad.items():
+        answer = await refused(ops.ListBookingStates(request))
+        assert (answer.code, answer.reason, answer.field) == (
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "validation_error",
+            field,
+        ), field
+    too_many = pb.ListBookingStatesRequest(booking_ids=[new_id() for _ in range(1001)])
+    assert (await refused(ops.ListBookingStates(too_many))).field == "booking_ids"

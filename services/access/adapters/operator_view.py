@@ -1,11 +1,14 @@
 """The access service's side of the operators' view (servicekit.operations): a booking's
-grants as this service holds them, and the drift check's stored findings. Never a PIN."""
+grants as this service holds them, the drift check's stored findings, and grants by
+booking for the gateway's check of confirmed bookings that never got one. Never a PIN."""
 
 from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from servicekit.operations.hooks import BookingRecord, DriftFinding
+from servicekit.operations.hooks import BookingRecord, BookingState, DriftFinding, StateQuery
+from servicekit.operations.states import states_in
+from services.access.adapters import orm
 from services.access.adapters.repository import (
     FindingRepository,
     GrantRepository,
@@ -50,6 +53,12 @@ async def describe_booking(session: AsyncSession, booking_id: str) -> BookingRec
 async def drift_findings(session: AsyncSession, state: str | None) -> list[DriftFinding]:
     """What the drift check stored: each finding as it stands (repaired, open or cleared)."""
     return [_finding(f) for f in await FindingRepository(session).listed(state)]
+
+
+async def booking_states(session: AsyncSession, query: StateQuery) -> list[BookingState]:
+    """The bookings' grants (every one, whatever its state), or the grants in a state."""
+    g = orm.grants.c
+    return await states_in(session, g.booking_id, g.state, g.updated_at, query)
 
 
 def _finding(stored: StoredFinding) -> DriftFinding:

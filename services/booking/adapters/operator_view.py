@@ -1,17 +1,21 @@
 """The booking service's side of the operators' view (servicekit.operations): a booking
-as this service holds it, and what its own tables show to be stuck."""
+as this service holds it, what its own tables show to be stuck, and its bookings by state
+for the gateway's checks that join them with the payment and access services' records."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from servicekit.operations import hooks
 from servicekit.operations.hooks import OPEN, BookingRecord, DriftFinding, live_finding
+from servicekit.operations.states import states_in
 from services.booking.adapters import orm
-from services.booking.domain.model import BookingState, ClosedReason, SlotState
+from services.booking.domain.model import BookingState, ClosedReason, PaymentMode, SlotState
 
 SERVICE = "booking"
 # The access service removes a code again once its revocation is 10 minutes overdue; a slot
@@ -21,6 +25,9 @@ AWAITING_REVOCATION_TOO_LONG = timedelta(hours=1)
 # The release timer fires when the hold ends; a booking still pending this long after it
 # was not released (its timer failed, or keeps retrying).
 HOLD_NOT_RELEASED_AFTER = timedelta(minutes=5)
+# The payment service answers a card checkout's PaymentRequested with PaymentCreated within
+# seconds; a card booking that holds its slot this long with no payment has lost a step.
+NO_PAYMENT_AFTER = timedelta(minutes=2)
 MOST = 500  # findings of each kind listed
 
 
@@ -65,17 +72,40 @@ def _facts(row: Any) -> dict[str, str]:
     return facts
 
 
-async def drift_findings(session: AsyncSession, state: str | None) -> list[DriftFinding]:
-    """Read live from the tables, never stored or repaired here, so each is `open` for as
-    long as the tables show it: slots held closed for a revocation the provider has not
-    confirmed for long, and bookings still pending well after their hold ran out."""
-    if state not in (None, OPEN):
-        return []
-    now = datetime.now(UTC)
-    return [
-        *await _slots_awaiting_revocation(session, now - AWAITING_REVOCATION_TOO_LONG),
-        *await _holds_not_released(session, now - HOLD_NOT_RELEASED_AFTER),
-    ]
+@dataclass(frozen=True)
+class BookingDrift:
+    """The booking service's drift findings; the bound is a setting
+    (BOOKING_DRIFT_NO_PAYMENT_AFTER_SECONDS)."""
+
+    no_payment_after: timedelta = NO_PAYMENT_AFTER
+
+    async def __call__(self, session: AsyncSession, state: str | None) -> list[DriftFinding]:
+        """Read live from the tables, never stored or repaired here, so each is `open` for
+        as long as the tables show it: slots held closed for a revocation the provider has
+        not confirmed for long, bookings still pending well after their hold ran out, and
+        card bookings holding their slot with no payment."""
+        if state not in (None, OPEN):
+            return []
+        now = datetime.now(UTC)
+        return [
+            *await _slots_awaiting_revocation(session, now - AWAITING_REVOCATION_TOO_LONG),
+            *await _holds_not_released(session, now - HOLD_NOT_RELEASED_AFTER),
+            *await _holds_without_payment(session, now - self.no_payment_after),
+        ]
+
+
+drift_findings = BookingDrift()
+
+
+async def booking_states(
+    session: AsyncSession, query: hooks.StateQuery
+) -> list[hooks.BookingState]:
+    """Bookings by id, or by state among those whose access window has not ended (the ones
+    another service's step still matters for)."""
+    b = orm.bookings.c
+    return await states_in(
+        session, b.booking_id, b.state, b.updated_at, query, b.valid_to > func.now()
+    )
 
 
 async def _slots_awaiting_revocation(session: AsyncSession, since: datetime) -> list[DriftFinding]:
@@ -126,6 +156,39 @@ async def _holds_not_released(session: AsyncSession, before: datetime) -> list[D
             truth="this service: an unpaid hold ends when it runs out",
             repair="none by code: its release_unpaid_hold timer did not run; see the"
             " booking's failed effects and a timer_failed incident",
+        )
+        for row in await session.execute(query)
+    ]
+
+
+async def _holds_without_payment(session: AsyncSession, before: datetime) -> list[DriftFinding]:
+    b = orm.bookings.c
+    query = (
+        select(b.booking_id, b.created_at)
+        .where(
+            b.state == BookingState.PENDING.value,
+            b.payment_mode == PaymentMode.CARD.value,
+            b.payment_id.is_(None),
+            b.created_at < before,
+        )
+        .order_by(b.created_at)
+        .limit(MOST)
+    )
+    return [
+        live_finding(
+            SERVICE,
+            "card_booking_without_payment",
+            str(row.booking_id),
+            found_at=row.created_at,
+            problem=f"the card booking {row.booking_id} has held its slot since"
+            f" {row.created_at:%Y-%m-%d %H:%M:%S} UTC and no payment was made for it: the"
+            " customer has no checkout link, and the slot is held for nobody who can pay",
+            truth="the payment service: a payment exists only once it announces it"
+            " (PaymentCreated), which this booking never received",
+            repair="none by code: look for the booking's failed PaymentRequested here and the"
+            " payment's failed PaymentCreated at the payment service (each an open"
+            " outbox_row_failed incident) and replay it; else the hold runs out and the"
+            " slot is sold again",
         )
         for row in await session.execute(query)
     ]

@@ -1,5 +1,6 @@
 """The payment service's side of the operators' view (servicekit.operations): a booking's
-payment as this service holds it, and the payments its own table shows to be stuck."""
+payment as this service holds it, the payments its own table shows to be stuck, and its
+bookings' payments by state for the gateway's checks that join them with the bookings."""
 
 from __future__ import annotations
 
@@ -9,7 +10,15 @@ from typing import Any
 from sqlalchemy import ColumnElement, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from servicekit.operations.hooks import OPEN, BookingRecord, DriftFinding, live_finding
+from servicekit.operations.hooks import (
+    OPEN,
+    BookingRecord,
+    BookingState,
+    DriftFinding,
+    StateQuery,
+    live_finding,
+)
+from servicekit.operations.states import states_in
 from services.payment.adapters.orm import Tables
 from services.payment.domain.payment_states import PENDING, REFUND_FAILED, REFUND_PENDING
 
@@ -44,6 +53,14 @@ class PaymentOperatorView:
             subjects=[booking_id, str(row.payment_id), *([provider_id] if provider_id else [])],
             state=row.state,
             facts=_facts(row),
+        )
+
+    async def booking_states(self, session: AsyncSession, query: StateQuery) -> list[BookingState]:
+        """Bookings' payments by booking id, or by state (an order's payment names no
+        booking and is never listed)."""
+        p = self._payments.c
+        return await states_in(
+            session, p.booking_id, p.state, p.updated_at, query, p.booking_id.is_not(None)
         )
 
     async def drift_findings(self, session: AsyncSession, state: str | None) -> list[DriftFinding]:

@@ -1,0 +1,214 @@
+"""Drift sees a saga step that never came, over HTTP (`/v1/ops/drift`), on a platform of its
+own started as `make up` starts it, with bounds of a few seconds so the checks speak within
+a test.
+
+Each step is lost by a real path, never by writing rows: the service that should take the
+step is killed; the event is written and sent; while the service is down its consumer
+group's offsets are moved past the event (as an expired retention or an operator's reset
+would); it starts again and never reads it. The finding names the booking in words, and
+goes once the operator's repair (replaying the event) made the step happen. A card booking
+whose payment service is down has no payment at all, which the booking service sees alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.errors import KafkaError
+
+from tests.gateway.api import OPS, Api, Org, new_key
+from tests.gateway.test_journey import _pay
+from tests.support.infrastructure import Infrastructure
+from tests.support.platform import Platform, started_platform
+from tests.support.topics import PLATFORM_TOPICS
+from tests.support.waiting import eventually
+
+BOUND_S = 3
+OVERRIDES = {
+    "GATEWAY_DRIFT_ACCESS_AFTER_SECONDS": str(BOUND_S),
+    "GATEWAY_DRIFT_PAYMENT_OPEN_AFTER_SECONDS": str(BOUND_S),
+    "BOOKING_DRIFT_NO_PAYMENT_AFTER_SECONDS": str(BOUND_S),
+    "GATEWAY_DEADLINE_MS": "15000",  # two cores shared by many: calls may be slow
+}
+WAIT_S = 60
+
+
+@pytest.fixture(scope="module")
+async def drift_platform(
+    infra: Infrastructure, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Platform]:
+    state: Path = tmp_path_factory.mktemp("drift") / "state"
+    async with started_platform(infra, state, OVERRIDES) as started:
+        yield started
+
+
+@pytest.fixture
+async def api(drift_platform: Platform) -> AsyncIterator[Api]:
+    async with Api.at(drift_platform.gateway) as client:
+        yield client
+
+
+@contextlib.asynccontextmanager
+async def down(platform: Platform, service: str) -> AsyncIterator[None]:
+    """The service's process killed for the block, started again after it."""
+    os.kill(platform.pid(service), signal.SIGKILL)
+    try:
+        yield
+    finally:
+        await platform.up()
+
+
+async def skip_past(platform: Platform, service: str, topic: str) -> None:
+    """Commits the end of every partition of `topic` for the (stopped) service's group: what
+    was sent until now, it never reads. Accepted once the broker let the killed member go."""
+    prefix = platform.env["TOPIC_PREFIX"]
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=platform.env["KAFKA_BOOTSTRAP"],
+        group_id=f"{prefix}{service}",
+        enable_auto_commit=False,
+    )
+    await consumer.start()
+    try:
+        partitions = [TopicPartition(f"{prefix}{topic}", n) for n in range(PLATFORM_TOPICS[topic])]
+        consumer.assign(partitions)
+        ends = await consumer.end_offsets(partitions)
+
+        async def committed() -> bool:
+            try:
+                await consumer.commit(ends)
+            except KafkaError:
+                return False
+            return True
+
+        await eventually(committed, WAIT_S, every=0.5)
+    finally:
+        await consumer.stop()
+
+
+async def _booking(api: Api, org: Org, booking_id: str) -> dict[str, Any]:
+    found = await api.call("GET", f"/v1/orgs/{org.org_id}/bookings/{booking_id}", org.owner)
+    assert found.status_code == 200, found.text
+    answer: dict[str, Any] = found.json()
+    return answer
+
+
+async def _card_booking(api: Api) -> tuple[Org, str]:
+    studio, org = await api.studio(1), await api.org()
+    booked = await api.book(org, studio.slot(0), mode="card")
+    assert booked.status_code == 201, booked.text
+    return org, str(booked.json()["booking_id"])
+
+
+async def _checkout_url(api: Api, org: Org, booking_id: str) -> str:
+    async def url() -> str | None:
+        payment = (await _booking(api, org, booking_id))["payment"]
+        return payment["checkout_url"] if payment else None
+
+    return await eventually(url, WAIT_S)
+
+
+async def _sent(api: Api, booking_id: str, event: str) -> str:
+    """The effect id of the booking's event once it went out."""
+
+    async def dispatched() -> str | None:
+        answer = await api.call("GET", "/v1/ops/outbox?service=booking&state=dispatched", OPS)
+        rows = answer.json()["rows"]
+        mine = [r for r in rows if r["key"] == booking_id and r["event_type"].endswith(event)]
+        return str(mine[0]["effect_id"]) if mine else None
+
+    return await eventually(dispatched, WAIT_S)
+
+
+async def _drift(api: Api) -> dict[str, Any]:
+    answer = await api.call("GET", "/v1/ops/drift?state=open", OPS)
+    assert answer.status_code == 200, answer.text
+    found: dict[str, Any] = answer.json()
+    return found
+
+
+async def _finding(api: Api, kind: str, booking_id: str) -> dict[str, Any]:
+    async def seen() -> dict[str, Any] | None:
+        mine = [
+            f
+            for f in (await _drift(api))["findings"]
+            if f["kind"] == kind and f["subject_id"] == booking_id
+        ]
+        return mine[0] if mine else None
+
+    found = await eventually(seen, WAIT_S, every=0.5)
+    assert booking_id in found["problem"], found
+    assert found["truth"] and found["repair"], found
+    assert (found["state"], found["needs_human"]) == ("open", True)
+    return found
+
+
+async def _gone(api: Api, kind: str, booking_id: str) -> None:
+    async def cleared() -> bool:
+        findings = (await _drift(api))["findings"]
+        return not [f for f in findings if f["kind"] == kind and f["subject_id"] == booking_id]
+
+    await eventually(cleared, WAIT_S, every=0.5)
+
+
+async def _replay(api: Api, effect_id: str) -> None:
+    path = f"/v1/ops/outbox/booking/{effect_id}/replay"
+    replayed = await api.call("POST", path, OPS, {"reason": "the consumer skipped it"})
+    assert replayed.status_code == 202, replayed.text
+
+
+async def test_a_confirmed_booking_whose_access_never_came_is_drift_until_it_comes(
+    api: Api, drift_platform: Platform
+) -> None:
+    org, booking_id = await _card_booking(api)
+    url = await _checkout_url(api, org, booking_id)
+    async with down(drift_platform, "access"):
+        await _pay(url)
+        effect_id = await _sent(api, booking_id, "BookingConfirmed")  # it was confirmed
+        await skip_past(drift_platform, "access", "booking.events")
+
+    found = await _finding(api, "confirmed_without_access", booking_id)
+    assert found["service"] == "access" and "no grant" in found["problem"]
+    assert (await _booking(api, org, booking_id))["access"] is None  # truly never came
+
+    await _replay(api, effect_id)
+    await _gone(api, "confirmed_without_access", booking_id)
+    assert (await _booking(api, org, booking_id))["access"] is not None
+
+
+async def test_a_card_booking_holding_its_slot_with_no_payment_is_drift_until_one_comes(
+    api: Api, drift_platform: Platform
+) -> None:
+    async with down(drift_platform, "payment"):
+        org, booking_id = await _card_booking(api)
+        found = await _finding(api, "card_booking_without_payment", booking_id)
+        assert found["service"] == "booking" and "no payment" in found["problem"]
+    await _checkout_url(api, org, booking_id)  # the payment service came back and made it
+    await _gone(api, "card_booking_without_payment", booking_id)
+
+
+async def test_a_cancelled_booking_whose_payment_is_still_open_is_drift_until_cancelled(
+    api: Api, drift_platform: Platform
+) -> None:
+    org, booking_id = await _card_booking(api)
+    await _checkout_url(api, org, booking_id)
+    async with down(drift_platform, "payment"):
+        path = f"/v1/orgs/{org.org_id}/bookings/{booking_id}/cancel"
+        cancelled = await api.call("POST", path, org.owner, {}, new_key())
+        assert cancelled.status_code == 200, cancelled.text
+        effect_id = await _sent(api, booking_id, "BookingCancelled")
+        await skip_past(drift_platform, "payment", "booking.events")
+
+    found = await _finding(api, "payment_open_for_ended_booking", booking_id)
+    assert found["service"] == "payment" and "cancelled" in found["problem"]
+    assert (await _booking(api, org, booking_id))["payment"]["state"] == "pending"
+
+    await _replay(api, effect_id)
+    await _gone(api, "payment_open_for_ended_booking", booking_id)
+    assert (await _booking(api, org, booking_id))["payment"]["state"] == "cancelled"
