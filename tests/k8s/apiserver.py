@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import secrets
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -23,6 +22,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
+
+from tests.support.sandboxes import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 KUBERNETES_VERSION = "v1.33.13"
@@ -65,13 +66,6 @@ def kubectl(
 def _require(binary: Path) -> None:
     if not binary.is_file():
         raise AssertionError(f"{binary} is missing: `make k8s-tools` builds it")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def _write_key(path: Path, key: rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey) -> None:
