@@ -21,6 +21,9 @@ class Breakage:
     named: tuple[str, ...]
 
 
+# The first test may also wait for the API server to start and take the CRDs.
+pytestmark = pytest.mark.timeout(900)
+
 BREAKAGES = {
     "deployment-misspelled-field": Breakage(
         "base/booking.yaml",
