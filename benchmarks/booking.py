@@ -3,7 +3,7 @@
     make bench-booking      (.venv/bin/python -m benchmarks.booking)
 
 Takes a migrated database and a topic prefix from the test infrastructure helpers and
-starts the booking service as deploy/k8s/booking.yaml runs it: two replicas (uvloop,
+starts the booking service as deploy/k8s/base/booking.yaml runs it: two replicas (uvloop,
 tracing, the runtime role, the relay and the other workers included), one in this process,
 the other the service's own process (`python -m services.booking`, its log in a temporary
 folder). Both serve one port (gRPC binds it with SO_REUSEPORT), and the kernel spreads ghz's
@@ -65,7 +65,7 @@ if TYPE_CHECKING:  # the async stub exists only in the type stubs
 
 CLIENTS = 32
 RACERS = 200
-REPLICAS = int(os.environ.get("BENCH_REPLICAS", "2"))  # deploy/k8s/booking.yaml's replicas
+REPLICAS = int(os.environ.get("BENCH_REPLICAS", "2"))  # deploy/k8s/base/booking.yaml's replicas
 CONNECTIONS = 8  # ghz's connections, which the kernel spreads over the replicas
 REPLICA_START_S = 60.0
 CHECKOUTS = int(os.environ.get("BENCH_CHECKOUTS", "4000"))
