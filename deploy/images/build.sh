@@ -11,7 +11,7 @@ export CONTAINERS_STORAGE_CONF="$here/storage.conf"
 export CONTAINERS_REGISTRIES_CONF="$here/registries.conf"
 cd "$root"
 
-public_base="docker.io/library/python:3.11-slim-bookworm"
+public_base="python:3.11-slim-bookworm"  # a short name: the builder's registries.conf says where from
 debian_base="localhost/liftfit/python-base:3.11-bookworm"
 tag="${IMAGE_TAG:-dev}"
 processes=(booking:services.booking payment:services.payment access:services.access
