@@ -108,8 +108,13 @@ async def _card_booking(api: Api) -> tuple[Org, str]:
 
 async def _checkout_url(api: Api, org: Org, booking_id: str) -> str:
     async def url() -> str | None:
-        payment = (await _booking(api, org, booking_id))["payment"]
-        return payment["checkout_url"] if payment else None
+        path = f"/v1/orgs/{org.org_id}/bookings/{booking_id}"
+        found = await api.call("GET", path, org.owner)
+        if found.status_code == 503:  # a service just started again, not answering yet
+            return None
+        assert found.status_code == 200, found.text
+        payment = found.json()["payment"]
+        return str(payment["checkout_url"]) if payment and payment["checkout_url"] else None
 
     return await eventually(url, WAIT_S)
 

@@ -13,12 +13,13 @@ from gateway_bff import drift
 from gateway_bff.problems import service_unavailable
 from servicekit.protobuf import timestamp
 
-NOW = datetime.now(UTC)
 BOUNDS = drift.DriftBounds(timedelta(minutes=5), timedelta(minutes=5))
 
 
 def _state(booking_id: str, state: str, ago: timedelta) -> opb.BookingState:
-    return opb.BookingState(booking_id=booking_id, state=state, since=timestamp(NOW - ago))
+    # Against the clock of the moment: a module-level "now" is minutes old in a long run.
+    since = timestamp(datetime.now(UTC) - ago)
+    return opb.BookingState(booking_id=booking_id, state=state, since=since)
 
 
 class Services:
@@ -39,7 +40,8 @@ class Services:
         if request.booking_ids:
             found = [r for r in held if r.booking_id in request.booking_ids]
         else:
-            before = request.before.ToDatetime(tzinfo=UTC) if request.HasField("before") else NOW
+            now = datetime.now(UTC)
+            before = request.before.ToDatetime(tzinfo=UTC) if request.HasField("before") else now
             found = [
                 r
                 for r in held
