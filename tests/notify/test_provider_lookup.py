@@ -12,7 +12,9 @@ import pytest
 from liftfit.notify.v1 import notify_pb2 as npb
 from sqlalchemy import select
 
+from servicekit.records import Delivery
 from services.notify.adapters import orm
+from services.notify.domain.model import DeliveryState
 from services.notify.domain.recovery import LookupAnswer, Verdict
 from services.notify.service_layer import jobs
 from services.notify.service_layer.recovering import ACTOR
@@ -20,6 +22,8 @@ from tests.notify.fake_lookup import FakeMailLookup
 from tests.notify.harness import NotifyHarness, a_booking, confirmed
 from tests.support.sandboxes import MailSandbox, free_port
 from tests.support.waiting import eventually
+
+QUEUED, SENDING = DeliveryState.QUEUED, DeliveryState.SENDING
 
 
 def lookup_of(mail: MailSandbox) -> dict[str, Any]:
@@ -169,3 +173,35 @@ async def test_without_a_lookup_an_unknown_delivery_waits_for_a_person(
     assert await notify.mails(key) == []
     assert len(await notify.incidents(key)) == 1
     assert (await notify.delivery(key)).tries == 1
+
+
+async def test_a_delivery_a_stopped_process_left_sending_is_settled_by_the_log(
+    make_notify: Any,
+) -> None:
+    """The process died between marking the delivery `sending` and recording the answer;
+    the provider's log has the mail, so it is `sent` and nothing is sent again."""
+    lookup = FakeMailLookup(LookupAnswer(Verdict.RECEIVED, "the provider took it"))
+    notify: NotifyHarness = await make_notify(start=False, lookup=lookup)
+    booking = a_booking()
+    record = notify.record("booking.events", booking.booking_id, confirmed(booking))
+    delivered = Delivery(
+        notify.prefix + "booking.events", 0, 0, record, key=booking.booking_id.encode()
+    )
+    assert await notify.app.inbox.deliver(delivered) == "processed"
+    async with notify.app.deps.uows.transaction() as uow:
+        [delivery] = await uow.deliveries.of_subject(booking.booking_id)
+        key = delivery.delivery_key
+        assert await uow.deliveries.move(key, QUEUED, SENDING, tried=True)
+
+    assert await notify.app.timer_runner.fire_due() == 1  # the send finds it `sending`
+    assert await _recoveries(notify, key) == [("pending", 1)]
+    assert await notify.app.timer_runner.fire_due() == 1  # the question to the provider
+
+    async with notify.app.deps.uows.transaction() as uow:
+        found = await uow.deliveries.get(key)
+        incidents = await uow.incidents.listed("open")
+    assert found is not None and found.state is DeliveryState.SENT
+    assert incidents == []
+    assert lookup.asked == [delivery.message_id]
+    assert await notify.mails(key) == []
+    assert not await notify.sends_pending(key)
