@@ -23,6 +23,8 @@ while IFS= read -r line || [[ -n "$line" ]]; do
 done <deploy/local/platform.env
 # The gateway reads traces for the operators' console from this run's Jaeger, whatever its port.
 export GATEWAY_TRACES_URL="${GATEWAY_TRACES_URL:-http://127.0.0.1:${JAEGER_QUERY_PORT}}"
+# Notify asks this run's mail sandbox about an `unknown` mail; set it empty for plain SMTP.
+export MAIL_LOOKUP_URL="${MAIL_LOOKUP_URL-http://127.0.0.1:${MAIL_SANDBOX_HTTP_PORT}/v1/lookup}"
 py="$root/.venv/bin/python"
 READY_TIMEOUT_S=60
 prometheus_bin="$(command -v prometheus || echo /usr/bin/prometheus)"
@@ -267,7 +269,7 @@ LIFT & FIT Private Space runs locally:
   Jaeger (traces)             http://127.0.0.1:${JAEGER_QUERY_PORT}/api/traces/<trace id on a booking's timeline>  (query API; OTLP in at ${OTEL_EXPORTER_OTLP_ENDPOINT})
   sandbox card gateway        http://127.0.0.1:${CARD_GATEWAY_PORT}  (hosted payment pages, /_sandbox fault controls)
   sandbox lock provider       http://127.0.0.1:${LOCK_PROVIDER_PORT}  (access codes, the door at /_sandbox/door, fault controls)
-  mail sandbox (read mails)   http://127.0.0.1:${MAIL_SANDBOX_HTTP_PORT}/messages  (SMTP on ${MAIL_SMTP_HOST}:${MAIL_SMTP_PORT}, /_sandbox fault controls)
+  mail sandbox (read mails)   http://127.0.0.1:${MAIL_SANDBOX_HTTP_PORT}/messages  (SMTP on ${MAIL_SMTP_HOST}:${MAIL_SMTP_PORT}, lookup at /v1/lookup, /_sandbox fault controls)
   PostgreSQL                  ${pg_url%/*}/{booking,payment,access,notify,gateway}
   Kafka                       ${KAFKA_BOOTSTRAP}
 Logs in $log_dir/, pid files in $run_dir/. Stop everything with: make down

@@ -9,7 +9,7 @@ from fastapi import FastAPI
 
 from sandboxes.refusals import install_refusals
 
-from . import control, messages
+from . import control, lookup, messages
 from .runtime import MailSandbox
 from .settings import Settings
 from .smtp import start_smtp_server
@@ -34,5 +34,6 @@ def create_app(settings: Settings) -> FastAPI:
     app.state.sandbox = sandbox
     app.include_router(messages.router)
     app.include_router(control.router)
+    app.include_router(lookup.router)
     install_refusals(app)
     return app

@@ -22,6 +22,7 @@ class FaultsPatch(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     drop_after_data: Count | None = None
+    lose_after_data: Count | None = None
     refuse_next: Count | None = None
     refuse_code: Annotated[StrictInt, Field(ge=400, le=599)] | None = None
     # One line of printable ASCII: it is sent as is in an SMTP reply.

@@ -3,7 +3,8 @@
 The server runs on the HTTP API's event loop, so both see one state without locks. The
 faults are the ambiguous failures of real mail servers: a connection dropped after the
 message was taken but before the final reply (the client cannot know it was delivered),
-temporary and permanent refusals, a slow reply, and an outage.
+a connection dropped after the data with the message lost (the client cannot know it
+was not), temporary and permanent refusals, a slow reply, and an outage.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ class MailHandler:
         faults = self._state.faults
         if self._refuses_now("data"):
             return faults.refusal_reply()
+        if faults.take("lose_after_data"):
+            await _hang_up(server)  # a server that failed before it queued the mail
         raw = envelope.original_content or b""
         message = self._state.store(envelope.mail_from or "", envelope.rcpt_tos, raw)
         if faults.take("slow_next"):

@@ -21,6 +21,8 @@ from .parsing import MessageContent, read_message, readable
 
 # The newest messages are kept; older ones are forgotten rather than filling the memory.
 MAX_KEPT = 1000
+# How many Message-IDs the lookup remembers; past it, "never received" is no longer certain.
+MAX_REMEMBERED = 100_000
 
 
 def utc_now() -> datetime:
@@ -75,6 +77,7 @@ class MailFaults(Faults):
     refuse_at: Literal["data", "rcpt"] = "data"
     slow_next: int = 0
     slow_ms: int = 0
+    lose_after_data: int = 0
 
     def refusal_reply(self) -> str:
         standard = (
@@ -93,13 +96,43 @@ class MailState:
     messages: deque[StoredMessage] = field(default_factory=lambda: deque(maxlen=MAX_KEPT))
     faults: MailFaults = field(default_factory=MailFaults)
     offline_until: float = 0.0
+    # Every Message-ID taken since `records_since`, with its copies: a provider's delivery log.
+    received: dict[str, int] = field(default_factory=dict)
+    records_since: datetime = field(default_factory=utc_now)
+    forgot: bool = False  # the log outgrew MAX_REMEMBERED: a miss proves nothing
 
     def store(self, mail_from: str, rcpt_tos: Sequence[str], raw: bytes) -> StoredMessage:
         message = StoredMessage(
             self.make_id(), self.clock(), mail_from, tuple(rcpt_tos), raw, read_message(raw)
         )
         self.messages.append(message)
+        self._remember(message.message_id)
         return message
+
+    def _remember(self, message_id: str | None) -> None:
+        if message_id is None:
+            return
+        if message_id not in self.received and len(self.received) >= MAX_REMEMBERED:
+            self.forgot = True
+            return
+        self.received[message_id] = self.received.get(message_id, 0) + 1
+
+    def lookup(self, message_id: str) -> dict[str, object]:
+        """What the sandbox can say about one Message-ID, as a provider's delivery log would."""
+        since = self.records_since.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        copies = self.received.get(message_id, 0)
+        if copies:
+            status = "received"
+        elif self.forgot:
+            status = "cannot_tell"
+        else:
+            status = "not_received"
+        return {
+            "message_id": message_id,
+            "status": status,
+            "copies": copies,
+            "records_since": since,
+        }
 
     def find(self, message_id: str | None, to: str | None) -> list[StoredMessage]:
         return [
@@ -130,4 +163,7 @@ class MailState:
 
     def reset(self) -> None:
         self.messages.clear()
+        self.received.clear()
+        self.forgot = False
+        self.records_since = self.clock()
         self.clear_faults()

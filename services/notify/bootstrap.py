@@ -18,6 +18,7 @@ from servicekit.timers import TimerRunner
 from servicekit.wiring import Consumes, ServiceApp, TimerWork, effects_of, eventing
 from services.notify.adapters import operator_view, orm
 from services.notify.adapters.access_pins import AccessPins, GrpcAccessPins
+from services.notify.adapters.mail_lookup import HttpMailLookup, MailLookup
 from services.notify.adapters.mail_metrics import mails_probe
 from services.notify.adapters.mail_server import MailServer, SmtpMailServer
 from services.notify.adapters.mail_templates import MailTemplates
@@ -26,6 +27,7 @@ from services.notify.entrypoints.grpc_api import NotifyServicer, registration
 from services.notify.service_layer import jobs
 from services.notify.service_layer.dependencies import NotifyDeps
 from services.notify.service_layer.jobs import JobPolicy
+from services.notify.service_layer.recovering import recover_delivery
 from services.notify.service_layer.sending import send_delivery
 from services.notify.service_layer.unit_of_work import Policy, unit_of_work_factory
 from services.notify.settings import Settings
@@ -47,12 +49,18 @@ class NotifyApp(ServiceApp):
 
     async def closing(self) -> None:
         await self.deps.pins.aclose()
+        if self.deps.mail_lookup is not None:
+            await self.deps.mail_lookup.aclose()
 
 
 def bootstrap(
-    settings: Settings, mail_server: MailServer | None = None, pins: AccessPins | None = None
+    settings: Settings,
+    mail_server: MailServer | None = None,
+    pins: AccessPins | None = None,
+    mail_lookup: MailLookup | None = None,
 ) -> NotifyApp:
-    """Wires the service; a test may put another mail server or access service behind it."""
+    """Wires the service; a test may put another mail server, access service or provider
+    lookup behind it."""
     engine = db.make_engine(settings.database_url)
     sessions = db.make_session_factory(engine)
     effects = effects_of(SERVICE, orm.eventing, settings.topic("notify.events"))
@@ -66,11 +74,8 @@ def bootstrap(
         ),
         pins or GrpcAccessPins(settings.access_address, settings.access_timeout_s),
         MailTemplates(),
-        JobPolicy(
-            RetryPolicy(
-                settings.send_max_tries, settings.send_retry_base_s, settings.send_retry_max_s
-            )
-        ),
+        job_policy(settings, has_lookup=bool(mail_lookup or settings.mail_lookup_url)),
+        mail_lookup or _http_lookup(settings),
     )
     reads = Consumes(
         group=settings.topic(SERVICE),
@@ -78,11 +83,19 @@ def bootstrap(
         handlers=event_handlers(uows),
     )
     timers = TimerWork(
-        outbound={jobs.SEND: partial(send_delivery, deps)},
+        outbound={
+            jobs.SEND: partial(send_delivery, deps),
+            jobs.RECOVER: partial(recover_delivery, deps),
+        },
         # A send that raises instead of answering is bounded like one the server refuses.
         policy=deps.policy.retries,
-        # A send reads a PIN and talks SMTP, each bounded by its time-out.
-        lease_s=max(30.0, 4 * (settings.smtp_timeout_s + settings.access_timeout_s)),
+        # A send reads a PIN and talks SMTP, a recovery asks the lookup, each bounded by its
+        # time-out.
+        lease_s=max(
+            30.0,
+            4 * (settings.smtp_timeout_s + settings.access_timeout_s),
+            4 * settings.mail_lookup_timeout_s,
+        ),
     )
     parts = eventing(SERVICE, settings.kafka_bootstrap, sessions, orm.eventing, reads, timers)
     operators = operator_api(
@@ -107,3 +120,19 @@ def bootstrap(
         ),
     )
     return NotifyApp(settings, runtime, deps, parts.inbox, parts.timer_runner, parts.recurring)
+
+
+def job_policy(settings: Settings, has_lookup: bool) -> JobPolicy:
+    """Sends and lookups are spaced alike; each has its own bound on tries."""
+
+    def tries(most: int) -> RetryPolicy:
+        return RetryPolicy(most, settings.send_retry_base_s, settings.send_retry_max_s)
+
+    lookups = tries(settings.lookup_max_tries) if has_lookup else None
+    return JobPolicy(tries(settings.send_max_tries), lookups)
+
+
+def _http_lookup(settings: Settings) -> MailLookup | None:
+    if not settings.mail_lookup_url:
+        return None
+    return HttpMailLookup(settings.mail_lookup_url, settings.mail_lookup_timeout_s)

@@ -5,6 +5,12 @@ time-out, NOTIFY_MAIL_FROM), the access service's gRPC address for the access ma
 (NOTIFY_ACCESS_ADDRESS), the time zone a studio's times are shown in
 (NOTIFY_DEFAULT_TIMEZONE, and NOTIFY_SPACE_TIMEZONES as `<space id>=<IANA zone>,...` for
 studios elsewhere), and how often and how late a refused-for-now mail is tried again.
+
+MAIL_LOOKUP_URL is the mail provider's lookup of a message by Message-ID, where it offers
+one (the mail sandbox's is `http://<host>:<http port>/v1/lookup`): notify asks it about a
+delivery left `unknown`, NOTIFY_LOOKUP_MAX_TRIES times at most, spaced like the sends'
+retries, each within MAIL_LOOKUP_TIMEOUT_MS. Empty (the default): plain SMTP, and an
+`unknown` delivery waits for an operator.
 """
 
 from __future__ import annotations
@@ -37,6 +43,9 @@ class Settings:
     send_retry_base_s: float = 1.0
     send_retry_max_s: float = 300.0
     metrics_address: str = ""  # host:port of /metrics; empty: none served
+    mail_lookup_url: str = ""  # the provider's lookup by Message-ID; empty: none
+    mail_lookup_timeout_s: float = 5.0
+    lookup_max_tries: int = 20
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -53,6 +62,9 @@ class Settings:
             send_max_tries=config.integer("NOTIFY_SEND_MAX_TRIES", 12, minimum=1),
             send_retry_base_s=config.integer("NOTIFY_SEND_RETRY_BASE_MS", 1000, 10) / 1000,
             send_retry_max_s=config.integer("NOTIFY_SEND_RETRY_MAX_MS", 300000, 10) / 1000,
+            mail_lookup_url=optional_url("MAIL_LOOKUP_URL"),
+            mail_lookup_timeout_s=config.integer("MAIL_LOOKUP_TIMEOUT_MS", 5000, 50) / 1000,
+            lookup_max_tries=config.integer("NOTIFY_LOOKUP_MAX_TRIES", 20, minimum=1),
         )
 
     def topic(self, name: str) -> str:
@@ -63,6 +75,13 @@ def host(name: str) -> str:
     value = config.required(name)
     if not _HOST.fullmatch(value):
         raise SettingError(name, "must be a host name or an IPv4 address")
+    return value
+
+
+def optional_url(name: str) -> str:
+    value = config.optional(name, "")
+    if value and not value.startswith(("http://", "https://")):
+        raise SettingError(name, f"must be an http(s) URL, got {value!r}")
     return value
 
 

@@ -17,6 +17,7 @@ from liftfit.access.v1 import access_pb2, access_pb2_grpc
 from liftfit.notify.v1 import notify_pb2_grpc
 
 from servicekit import grpc_server
+from services.notify.adapters.mail_lookup import MailLookup
 from services.notify.bootstrap import bootstrap
 from services.notify.settings import Settings
 from tests.notify.harness import TOPICS, NotifyHarness, PinDesk
@@ -82,12 +83,14 @@ async def make_notify(
     made: list[NotifyHarness] = []
     desk, access_address = pin_desk
 
-    async def make(start: bool = True, **overrides: Any) -> NotifyHarness:
+    async def make(
+        start: bool = True, lookup: MailLookup | None = None, **overrides: Any
+    ) -> NotifyHarness:
         prefix = await new_topics(TOPICS)
         settings = notify_settings(
             service_database("notify"), kafka_bootstrap, mail_sandbox, access_address, prefix
         )
-        app = bootstrap(dataclasses.replace(settings, **overrides))
+        app = bootstrap(dataclasses.replace(settings, **overrides), mail_lookup=lookup)
         sandbox = httpx.AsyncClient(base_url=mail_sandbox.url, timeout=10)
         (await sandbox.post("/_sandbox/reset")).raise_for_status()
         producer = AIOKafkaProducer(bootstrap_servers=kafka_bootstrap)

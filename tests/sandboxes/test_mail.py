@@ -231,6 +231,59 @@ async def test_a_connection_dropped_after_the_data_leaves_the_client_unsure_yet_
     assert (await http.get("/_sandbox/faults")).json()["drop_after_data"] == 0
 
 
+async def lookup(http: httpx.AsyncClient, message_id: str) -> dict[str, Any]:
+    answer = await http.get("/v1/lookup", params={"message_id": message_id})
+    assert answer.status_code == 200
+    return cast(dict[str, Any], answer.json())
+
+
+async def test_a_connection_dropped_after_losing_the_data_leaves_the_client_unsure_and_nothing(
+    mail: MailSandbox, http: httpx.AsyncClient
+) -> None:
+    await set_faults(http, lose_after_data=1)
+    lost = access_mail(recipient())
+
+    with pytest.raises(smtplib.SMTPServerDisconnected):
+        await send(mail, lost)
+
+    assert await stored(http) == []
+    assert (await lookup(http, lost["Message-ID"]))["status"] == "not_received"
+    assert (await http.get("/_sandbox/faults")).json()["lose_after_data"] == 0
+
+
+async def test_the_lookup_tells_a_message_taken_from_one_never_received(
+    mail: MailSandbox, http: httpx.AsyncClient
+) -> None:
+    taken = access_mail(recipient())
+    await set_faults(http, drop_after_data=1)
+    with pytest.raises(smtplib.SMTPServerDisconnected):
+        await send(mail, taken)
+    await send(mail, taken)
+
+    found = await lookup(http, taken["Message-ID"])
+    assert (found["status"], found["copies"]) == ("received", 2)
+    missing = await lookup(http, make_msgid())
+    assert (missing["status"], missing["copies"]) == ("not_received", 0)
+    assert missing["records_since"].endswith("Z")
+
+
+@pytest.mark.parametrize("query", [{}, {"message_id": ""}, {"message_id": "a b"}])
+async def test_a_lookup_without_a_valid_message_id_is_refused(
+    http: httpx.AsyncClient, query: dict[str, str]
+) -> None:
+    assert (await http.get("/v1/lookup", params=query)).status_code == 400
+
+
+def test_the_lookup_cannot_tell_once_its_log_is_full() -> None:
+    state = MailState()
+    state.received = {f"<{n}@x>": 1 for n in range(100_000)}
+    state.store("a@x", ["b@x"], b"Message-ID: <new@x>\r\n\r\nbody\r\n")
+    assert state.lookup("<new@x>")["status"] == "cannot_tell"
+    assert state.lookup("<1@x>")["status"] == "received"
+    state.reset()
+    assert state.lookup("<new@x>")["status"] == "not_received"
+
+
 @pytest.mark.parametrize("code", [451, 550], ids=["temporary", "permanent"])
 async def test_a_refusal_at_data_raises_its_code_and_stores_nothing(
     mail: MailSandbox, http: httpx.AsyncClient, code: int

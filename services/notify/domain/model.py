@@ -4,12 +4,14 @@ The key is derived from (event, template, recipient), so every copy of an event,
 order, names the same delivery; it is also the mail's Message-ID. The status is durable:
 
     queued -> sending -> sent
-                      -> unknown   (the server may have taken it: a person decides)
+                      -> unknown   (the server may have taken it: the provider's log
+                                    or a person decides)
                       -> failed    (refused for good, or the tries ran out)
            <- sending              (refused for now, or nothing reached the server: retry)
 
 A mail that may have been delivered is never sent again by code: only an operator's
-`send_again` queues it again. Every transition is conditional on the state it expects.
+`send_again` queues it again, or the provider's log when it is certain the mail never
+came (once; see recovery.py). Every transition is conditional on the state it expects.
 """
 
 from __future__ import annotations

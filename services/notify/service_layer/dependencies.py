@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from services.notify.adapters.access_pins import AccessPins
+from services.notify.adapters.mail_lookup import MailLookup
 from services.notify.adapters.mail_server import MailServer
 from services.notify.adapters.mail_templates import MailTemplates
 from services.notify.service_layer.jobs import JobPolicy
@@ -18,3 +19,4 @@ class NotifyDeps:
     pins: AccessPins
     templates: MailTemplates
     policy: JobPolicy
+    mail_lookup: MailLookup | None = None  # the provider's log; None: plain SMTP

@@ -30,7 +30,7 @@ from services.notify.domain.model import (
     SendResult,
     Template,
 )
-from services.notify.service_layer import messages
+from services.notify.service_layer import jobs, messages
 from services.notify.service_layer.dependencies import NotifyDeps
 from services.notify.service_layer.unit_of_work import UnitOfWork
 
@@ -105,6 +105,7 @@ async def _apply(
         if await _settle(uow, delivery, DeliveryState.UNKNOWN, detail):
             why = f"{delivery.template.value} to {delivery.recipient} may have been taken: {detail}"
             await uow.incidents.open(UNKNOWN_INCIDENT, key, why)
+            await jobs.schedule_recovery(uow, deps.policy, key)
     elif result.outcome is Outcome.REFUSED:
         if await _settle(uow, delivery, DeliveryState.FAILED, detail):
             await uow.incidents.open(FAILED_INCIDENT, key, f"refused for good: {detail}")
