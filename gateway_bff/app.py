@@ -28,7 +28,7 @@ from gateway_bff.routes import (
     orders,
     payments,
 )
-from gateway_bff.web import pages
+from gateway_bff.web import site
 
 log = logging.getLogger(__name__)
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
@@ -54,7 +54,7 @@ def create_app(parts: Parts, lifespan: Lifespan | None = None) -> FastAPI:
     app.state.parts = parts
     for module in (catalogue, me, bookings, orders, payments, catalogue_admin, operations, health):
         app.include_router(module.router)
-    pages.mount(app)  # the customers' pages: outside the OpenAPI document
+    site.mount(app)  # the customers' pages: outside the OpenAPI document
     _answer_errors_as_problems(app)
     app.add_middleware(Gate, identity=parts.identity, directory=parts.directory)
     _document_validation_as_problems(app)
@@ -114,7 +114,10 @@ def _answer_errors_as_problems(app: FastAPI) -> None:
             413: "payload_too_large",
         }
         code = codes.get(error.status_code, "http_error")
-        return Problem(error.status_code, code, str(error.detail)).response()
+        response = Problem(error.status_code, code, str(error.detail)).response()
+        # Starlette names the methods a path has in its 405 (`Allow`): the client needs them.
+        response.headers.update(error.headers or {})
+        return response
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, error: Exception) -> JSONResponse:
