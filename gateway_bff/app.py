@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import logging
+import re
 import uuid
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
@@ -115,8 +117,9 @@ def _answer_errors_as_problems(app: FastAPI) -> None:
         }
         code = codes.get(error.status_code, "http_error")
         response = Problem(error.status_code, code, str(error.detail)).response()
-        # Starlette names the methods a path has in its 405 (`Allow`): the client needs them.
         response.headers.update(error.headers or {})
+        if error.status_code == 405:
+            response.headers["Allow"] = _allowed(request, response.headers.get("Allow", ""))
         return response
 
     @app.exception_handler(Exception)
@@ -128,6 +131,24 @@ def _answer_errors_as_problems(app: FastAPI) -> None:
         log.error("unexpected error (correlation %s)", correlation, exc_info=error)
         detail = f"internal error (correlation {correlation})"
         return Problem(500, "internal", "Internal error", detail).response()
+
+
+def _allowed(request: Request, said: str) -> str:
+    """The methods the document lists for the path: Starlette's 405 names only those of
+    the first route that matched it, and a path's GET and POST are often two routes.
+    A path outside the document (the pages) keeps what Starlette said."""
+    for template, item in request.app.openapi()["paths"].items():
+        if _template(template).fullmatch(request.url.path):
+            return ", ".join(sorted(method.upper() for method in item if method in _METHODS))
+    return said
+
+
+_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch", "trace"})
+
+
+@functools.cache
+def _template(template: str) -> re.Pattern[str]:
+    return re.compile(re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(template)))
 
 
 def _field_error(error: Any) -> dict[str, str]:

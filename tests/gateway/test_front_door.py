@@ -43,6 +43,9 @@ async def test_a_method_a_path_does_not_have_is_answered_with_the_methods_it_has
     assert answer.status_code == 405, answer.text
     assert answer.headers["allow"] == "GET"
     assert answer.json()["code"] == "method_not_allowed"
+    both = await api.call("OPTIONS", "/v1/ops/orgs", OPS)  # GET and POST are two routes
+    assert both.status_code == 405, both.text
+    assert both.headers["allow"] == "GET, POST"
 
 
 async def test_a_pass_plan_with_a_null_period_is_a_pass_plan_without_one(api: Api) -> None:
