@@ -276,7 +276,7 @@ LIFT & FIT Private Space runs locally:
   API reference               http://${GATEWAY_ADDRESS}/docs  (OpenAPI at /openapi.json)
   gateway (public HTTP API)   http://${GATEWAY_ADDRESS}  (X-Dev-User: ${GATEWAY_OPERATORS%%,*} is an operator)
   Jaeger UI (traces)          http://127.0.0.1:${JAEGER_QUERY_PORT}/
-  Prometheus                  http://${PROMETHEUS_ADDRESS}  (every process scraped every ${PROMETHEUS_SCRAPE_INTERVAL:-2s}; targets at /classic/targets, alerts at /classic/alerts)
+  Prometheus                  http://${PROMETHEUS_ADDRESS}  (every process scraped every ${PROMETHEUS_SCRAPE_INTERVAL:-2s}; targets at /targets, alerts at /alerts)
   metrics (/metrics)          booking ${BOOKING_METRICS_ADDRESS}, payment ${PAYMENT_METRICS_ADDRESS}, access ${ACCESS_METRICS_ADDRESS}, notify ${NOTIFY_METRICS_ADDRESS}, gateway ${GATEWAY_ADDRESS}
   booking service (gRPC)      ${BOOKING_GRPC_ADDRESS}
   payment service (gRPC)      ${PAYMENT_GRPC_ADDRESS}
