@@ -86,7 +86,6 @@ down:
 
 status:
 	bash deploy/local/infra.sh status
-	bash scripts/platform.sh status
 
 bench: bench-relay bench-booking bench-floor bench-gateway
 
