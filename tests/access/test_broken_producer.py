@@ -20,6 +20,7 @@ async def test_activations_published_through_a_refused_producer_go_out_on_a_new_
     make_access: HarnessFactory,
     new_topics: Callable[[dict[str, int]], Awaitable[str]],
     monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     producers = GappedFirstProducer(monkeypatch, "access", "access.events")
     access = await make_access(topic_prefix=await new_topics(TOPICS))
@@ -29,6 +30,6 @@ async def test_activations_published_through_a_refused_producer_go_out_on_a_new_
             await access.confirm()
         await access.run_jobs()  # the lock provider's codes made: each grant is activated
 
-        await relayed_blaming_no_row(access.app.runtime.engine, producers, ACTIVATIONS)
+        await relayed_blaming_no_row(access.app.runtime.engine, producers, caplog, ACTIVATIONS)
     finally:
         await access.app.stop()

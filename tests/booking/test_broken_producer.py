@@ -15,7 +15,9 @@ CHECKOUTS = 6
 
 
 async def test_checkouts_published_through_a_refused_producer_go_out_on_a_new_one(
-    start_booking: StartBooking, monkeypatch: pytest.MonkeyPatch
+    start_booking: StartBooking,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     producers = GappedFirstProducer(monkeypatch, "booking", "booking.events")
     booking = await start_booking()
@@ -23,4 +25,4 @@ async def test_checkouts_published_through_a_refused_producer_go_out_on_a_new_on
     for slot in await booking.space_with_slots(CHECKOUTS):
         await booking.checkout(slot.slot_id, org, payment_mode="card")
 
-    await relayed_blaming_no_row(booking.app.runtime.engine, producers, at_least=CHECKOUTS)
+    await relayed_blaming_no_row(booking.app.runtime.engine, producers, caplog, at_least=CHECKOUTS)

@@ -15,7 +15,9 @@ BOOKINGS = 3
 
 
 async def test_mails_recorded_through_a_refused_producer_go_out_on_a_new_one(
-    make_notify: HarnessFactory, monkeypatch: pytest.MonkeyPatch
+    make_notify: HarnessFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     producers = GappedFirstProducer(monkeypatch, "notify", "notify.events")
     notify = await make_notify()
@@ -27,5 +29,5 @@ async def test_mails_recorded_through_a_refused_producer_go_out_on_a_new_one(
 
     # Two mails a booking (confirmed, its door code), each recorded on notify.events.
     engine = notify.app.runtime.engine
-    states = await relayed_blaming_no_row(engine, producers, at_least=2 * BOOKINGS)
+    states = await relayed_blaming_no_row(engine, producers, caplog, at_least=2 * BOOKINGS)
     assert states.get("dispatched", 0) >= 2 * BOOKINGS

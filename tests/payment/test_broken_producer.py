@@ -14,7 +14,9 @@ PAYMENTS = 6
 
 
 async def test_payments_published_through_a_refused_producer_go_out_on_a_new_one(
-    make_harness: HarnessFactory, monkeypatch: pytest.MonkeyPatch
+    make_harness: HarnessFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     producers = GappedFirstProducer(monkeypatch, "payment", "payment.events")
     harness = await make_harness()
@@ -22,5 +24,7 @@ async def test_payments_published_through_a_refused_producer_go_out_on_a_new_one
     for booking_id in bookings:
         await harness.payment_when(booking_id, lambda p: bool(p.checkout_url))
 
-    states = await relayed_blaming_no_row(harness.app.runtime.engine, producers, at_least=PAYMENTS)
+    states = await relayed_blaming_no_row(
+        harness.app.runtime.engine, producers, caplog, at_least=PAYMENTS
+    )
     assert states.get("dispatched", 0) >= PAYMENTS

@@ -81,11 +81,15 @@ async def outbox_states(engine: AsyncEngine) -> dict[str, int]:
 
 
 async def relayed_blaming_no_row(
-    engine: AsyncEngine, producers: GappedFirstProducer, at_least: int, within: float = 60
+    engine: AsyncEngine,
+    producers: GappedFirstProducer,
+    log: pytest.LogCaptureFixture,
+    at_least: int,
+    within: float = 60,
 ) -> dict[str, int]:
     """Waits until at least `at_least` rows were written and none is pending, or one
-    failed; then checks that none failed and that the gapped producer was replaced.
-    Returns the outbox's states."""
+    failed; then checks that none failed and that the gapped producer was replaced, and
+    said so in the log. Returns the outbox's states."""
 
     async def settled() -> bool:
         states = await outbox_states(engine)
@@ -98,4 +102,6 @@ async def relayed_blaming_no_row(
     states = await outbox_states(engine)
     assert states.get("failed", 0) == 0, f"rows blamed for the producer's fault: {states}"
     assert len(producers.made) >= 2, "the gapped producer was never replaced"
+    said = [r.getMessage() for r in log.records if r.name == "servicekit.kafka"]
+    assert any("producer replaced" in line for line in said), said
     return states
