@@ -9,6 +9,7 @@ Run: python -m gateway_bff.demo http://<gateway address> [operator]
 from __future__ import annotations
 
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -26,6 +27,11 @@ PLANS = (
     {"plan_code": "demo-pass-10", "kind": "pass", "name": "Ten entries", "entries": 10},
     {"plan_code": "demo-month", "kind": "subscription", "name": "A month", "period_days": 30},
 )
+
+
+# `make up` may run while a service restarts: the catalogue is asked again for this long.
+READY_WITHIN_S = 60.0
+ASK_EVERY_S = 1.0
 
 
 class DemoFailed(Exception):
@@ -55,9 +61,27 @@ class Demo:
         return answer.json()
 
     def create(self) -> list[str]:
-        if self.call("GET", "/v1/spaces", expected=200):
+        if self.catalogue():
             return []  # the catalogue has studios: not an empty platform
         return [self._studio(), *self._plans(), self._organisation()]
+
+    def catalogue(self) -> list[Any]:
+        """The studios, once the gateway and booking answer: a 503 or a refused
+        connection means a part is (re)starting, so the question is asked again."""
+        deadline = time.monotonic() + READY_WITHIN_S
+        while True:
+            try:
+                answer = self.client.get("/v1/spaces", headers=self.headers)
+            except httpx.TransportError as error:
+                if time.monotonic() > deadline:
+                    raise DemoFailed(f"GET /v1/spaces: {error}") from error
+            else:
+                if answer.status_code == 200:
+                    studios: list[Any] = answer.json()
+                    return studios
+                if answer.status_code != 503 or time.monotonic() > deadline:
+                    raise DemoFailed(f"GET /v1/spaces: {answer.status_code} {answer.text[:300]}")
+            time.sleep(ASK_EVERY_S)
 
     def _studio(self) -> str:
         space = self.call("POST", "/v1/ops/spaces", {"name": "Demo studio", "timezone": TIMEZONE})

@@ -251,7 +251,9 @@ demo_data() {
     echo "demo data: off (DEMO_DATA=0)"
     return
   fi
-  "$py" -m gateway_bff.demo "http://${GATEWAY_ADDRESS}" "${GATEWAY_OPERATORS%%,*}"
+  # Demo data is a convenience: without it the platform still runs, so make up goes on.
+  "$py" -m gateway_bff.demo "http://${GATEWAY_ADDRESS}" "${GATEWAY_OPERATORS%%,*}" ||
+    echo "demo data: not created (the reason is above); make up again to retry" >&2
 }
 
 case "${1:-up}" in
