@@ -3,9 +3,10 @@
 After a broker restart aiokafka's idempotent producer can be left with a gap in its
 sequence numbers: a batch that was numbered and then given up. The broker then answers
 every later batch on that partition with OutOfOrderSequenceNumber, for good. These tests
-put a real producer on the real broker into that state (its next sequence number moved
-past ones the broker never saw) and check that the relay and the dead-letter copies hand
-it back, go on with a new producer, and spend no attempt of any row.
+put a real producer on the real broker into that state (tests/support/broken_producer.py)
+and check that the relay and the dead-letter copies hand it back, go on with a new
+producer, and spend no attempt of any row. Each service's own relay has the same test in
+its suite.
 """
 
 from __future__ import annotations
@@ -13,11 +14,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaProducer
-from aiokafka.structs import TopicPartition
 from sqlalchemy import select
 
 from servicekit import kafka
@@ -26,28 +25,7 @@ from servicekit.retry import RetryPolicy
 from tests.foundation.conftest import Pair
 from tests.foundation.harness import append_events, eventually, start_consumer, start_relay
 from tests.foundation.test_relay import _read_event_ids
-
-GAP = 3  # sequence numbers the broker never saw
-
-
-class GappedProducer(AIOKafkaProducer):  # type: ignore[misc]
-    """The real idempotent producer, started with a gap in its sequence numbers on every
-    partition of one topic, as a broker restart can leave it."""
-
-    def __init__(self, topic: str, **config: Any) -> None:
-        super().__init__(**config)
-        self._gap_topic = topic
-
-    async def start(self) -> None:
-        await super().start()
-        for partition in sorted(await self.partitions_for(self._gap_topic)):
-            # One record first, so the broker knows the producer id and its sequence.
-            headers = [("event-id", b"before-the-gap")]
-            sent = self.send_and_wait(self._gap_topic, b"-", partition=partition, headers=headers)
-            await sent
-            self._txn_manager.increment_sequence_number(
-                TopicPartition(self._gap_topic, partition), GAP
-            )
+from tests.support.broken_producer import GappedProducer
 
 
 class Producers:
