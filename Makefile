@@ -86,6 +86,7 @@ down:
 
 status:
 	bash deploy/local/infra.sh status
+	bash scripts/platform.sh status
 
 bench: bench-relay bench-booking bench-floor bench-gateway
 

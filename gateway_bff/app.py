@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import logging
+import re
 import uuid
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
@@ -28,7 +30,7 @@ from gateway_bff.routes import (
     orders,
     payments,
 )
-from gateway_bff.web import pages
+from gateway_bff.web import site
 
 log = logging.getLogger(__name__)
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
@@ -54,7 +56,7 @@ def create_app(parts: Parts, lifespan: Lifespan | None = None) -> FastAPI:
     app.state.parts = parts
     for module in (catalogue, me, bookings, orders, payments, catalogue_admin, operations, health):
         app.include_router(module.router)
-    pages.mount(app)  # the customers' pages: outside the OpenAPI document
+    site.mount(app)  # the customers' pages: outside the OpenAPI document
     _answer_errors_as_problems(app)
     app.add_middleware(Gate, identity=parts.identity, directory=parts.directory)
     _document_validation_as_problems(app)
@@ -114,7 +116,11 @@ def _answer_errors_as_problems(app: FastAPI) -> None:
             413: "payload_too_large",
         }
         code = codes.get(error.status_code, "http_error")
-        return Problem(error.status_code, code, str(error.detail)).response()
+        response = Problem(error.status_code, code, str(error.detail)).response()
+        response.headers.update(error.headers or {})
+        if error.status_code == 405:
+            response.headers["Allow"] = _allowed(request, response.headers.get("Allow", ""))
+        return response
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, error: Exception) -> JSONResponse:
@@ -125,6 +131,24 @@ def _answer_errors_as_problems(app: FastAPI) -> None:
         log.error("unexpected error (correlation %s)", correlation, exc_info=error)
         detail = f"internal error (correlation {correlation})"
         return Problem(500, "internal", "Internal error", detail).response()
+
+
+def _allowed(request: Request, said: str) -> str:
+    """The methods the document lists for the path: Starlette's 405 names only those of
+    the first route that matched it, and a path's GET and POST are often two routes.
+    A path outside the document (the pages) keeps what Starlette said."""
+    for template, item in request.app.openapi()["paths"].items():
+        if _template(template).fullmatch(request.url.path):
+            return ", ".join(sorted(method.upper() for method in item if method in _METHODS))
+    return said
+
+
+_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch", "trace"})
+
+
+@functools.cache
+def _template(template: str) -> re.Pattern[str]:
+    return re.compile(re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(template)))
 
 
 def _field_error(error: Any) -> dict[str, str]:

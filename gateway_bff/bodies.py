@@ -6,9 +6,9 @@ knows) are the service's to check: the gateway does not keep a second copy of th
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, model_validator
 from pydantic import StrictStr as _StrictStr
 
 
@@ -24,8 +24,38 @@ StrictStr = Annotated[_StrictStr, AfterValidator(_printable)]
 Text = Field(min_length=1, max_length=200)
 
 
+def _optional_may_be_null(schema: dict[str, Any]) -> None:
+    """The document says what the validator below accepts: null for any field that may be
+    left out."""
+    required = set(schema.get("required", ()))
+    properties = schema.get("properties", {})
+    for name, shape in properties.items():
+        if name in required or _allows_null(shape):
+            continue
+        kept = {key: shape.pop(key) for key in ("title", "default", "description") if key in shape}
+        properties[name] = {"anyOf": [shape, {"type": "null"}], **kept}
+
+
+def _allows_null(shape: dict[str, Any]) -> bool:
+    return any(option.get("type") == "null" for option in shape.get("anyOf", ()))
+
+
 class Body(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", json_schema_extra=_optional_may_be_null)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_absent(cls, data: Any) -> Any:
+        # Most clients write a field that does not apply (a pass plan's period) as null:
+        # it means the same as leaving it out, so the default applies.
+        if not isinstance(data, dict):
+            return data
+        fields = cls.model_fields
+        return {
+            key: value
+            for key, value in data.items()
+            if value is not None or key not in fields or fields[key].is_required()
+        }
 
 
 class Money(Body):

@@ -4,8 +4,8 @@ dicts (validating our own answers again on every request would only cost time)."
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from datetime import UTC
+from typing import Any, Literal
 
 from google.protobuf.timestamp_pb2 import Timestamp
 from liftfit.access.v1 import access_pb2
@@ -13,8 +13,8 @@ from liftfit.booking.v1 import booking_pb2
 from liftfit.payment.v1 import payment_pb2
 from pydantic import BaseModel
 
-if TYPE_CHECKING:  # the directory reads rfc3339 from here
-    from gateway_bff.store.directory import Member as DirectoryMember
+from gateway_bff.store.directory import Member as DirectoryMember
+from gateway_bff.times import rfc3339
 
 
 class Money(BaseModel):
@@ -156,13 +156,6 @@ class ProblemBody(BaseModel):
     status: int
     code: str
     detail: str | None = None
-
-
-def rfc3339(when: datetime) -> str:
-    """The contract's time: RFC 3339 in UTC, `Z`, fractions only when there are any."""
-    when = when.astimezone(UTC)
-    spec = "seconds" if not when.microsecond else "microseconds"
-    return when.isoformat(timespec=spec).replace("+00:00", "Z")
 
 
 def moment(stamp: Timestamp) -> str | None:

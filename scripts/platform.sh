@@ -4,8 +4,10 @@
 #
 # Run it again at any time: a process that is alive is left alone, one that died (killed,
 # crashed, or a zombie nobody reaped) is started again and its stale pid file replaced.
-# The last lines say which processes were (re)started. `platform.sh providers` starts only
-# Jaeger and the three sandboxes: what make deploy-local's pods point at.
+# The last lines say which processes were (re)started and every address.
+# `platform.sh status` says which processes run, with their pids and addresses.
+# `platform.sh providers` starts only Jaeger and the three sandboxes: what make deploy-local's
+# pods point at.
 #
 # Settings come from deploy/local/platform.env; a setting already in the environment wins
 # (e.g. after `eval "$(deploy/local/infra.sh env)"`, or other ports for a second checkout).
@@ -244,6 +246,18 @@ migrate() {
   echo "schemas: booking, payment, access, notify and gateway at their head revisions"
 }
 
+# A first visit finds something to book: on an empty catalogue, a demo studio, plans and an
+# organisation, made through the operators' API (gateway_bff.demo). DEMO_DATA=0 turns it off.
+demo_data() {
+  if [[ "${DEMO_DATA:-1}" == 0 ]]; then
+    echo "demo data: off (DEMO_DATA=0)"
+    return
+  fi
+  # Demo data is a convenience: without it the platform still runs, so make up goes on.
+  "$py" -m gateway_bff.demo "http://${GATEWAY_ADDRESS}" "${GATEWAY_OPERATORS%%,*}" ||
+    echo "demo data: not created (the reason is above); make up again to retry" >&2
+}
+
 case "${1:-up}" in
   up)
     compile_bytecode
@@ -255,19 +269,25 @@ case "${1:-up}" in
     else
       echo "(re)started: nothing, every process was running"
     fi
+    demo_data
     pg_url="${BOOKING_DATABASE_URL/+psycopg/}"
     cat <<EOF_INFO
 
 LIFT & FIT Private Space runs locally:
-  gateway (public HTTP API)   http://${GATEWAY_ADDRESS}  (OpenAPI at /openapi.json, docs at /docs; X-Dev-User: ops is an operator)
-  Prometheus                  http://${PROMETHEUS_ADDRESS}  (every process scraped every ${PROMETHEUS_SCRAPE_INTERVAL:-2s}; targets at /targets, alerts at /alerts)
+  customer pages (Czech)      http://${GATEWAY_ADDRESS}/web/cs/
+  customer pages (English)    http://${GATEWAY_ADDRESS}/web/en/  (sign in as demo to book)
+  operators' console          http://${GATEWAY_ADDRESS}/web/en/console/  (sign in as ${GATEWAY_OPERATORS%%,*})
+  API reference               http://${GATEWAY_ADDRESS}/docs  (OpenAPI at /openapi.json)
+  gateway (public HTTP API)   http://${GATEWAY_ADDRESS}  (X-Dev-User: ${GATEWAY_OPERATORS%%,*} is an operator)
+  Jaeger UI (traces)          http://127.0.0.1:${JAEGER_QUERY_PORT}/
+  Prometheus                  http://${PROMETHEUS_ADDRESS}  (every process scraped every ${PROMETHEUS_SCRAPE_INTERVAL:-2s}; targets at /classic/targets, alerts at /classic/alerts)
   metrics (/metrics)          booking ${BOOKING_METRICS_ADDRESS}, payment ${PAYMENT_METRICS_ADDRESS}, access ${ACCESS_METRICS_ADDRESS}, notify ${NOTIFY_METRICS_ADDRESS}, gateway ${GATEWAY_ADDRESS}
   booking service (gRPC)      ${BOOKING_GRPC_ADDRESS}
   payment service (gRPC)      ${PAYMENT_GRPC_ADDRESS}
   access service (gRPC)       ${ACCESS_GRPC_ADDRESS}
   notify service (gRPC)       ${NOTIFY_GRPC_ADDRESS}
   payment notifications       http://${GATEWAY_ADDRESS}/v1/payments/notifications
-  Jaeger (traces)             http://127.0.0.1:${JAEGER_QUERY_PORT}/api/traces/<trace id on a booking's timeline>  (query API; OTLP in at ${OTEL_EXPORTER_OTLP_ENDPOINT})
+  Jaeger query API            http://127.0.0.1:${JAEGER_QUERY_PORT}/api/traces/<trace id on a booking's timeline>  (OTLP in at ${OTEL_EXPORTER_OTLP_ENDPOINT})
   sandbox card gateway        http://127.0.0.1:${CARD_GATEWAY_PORT}  (hosted payment pages, /_sandbox fault controls)
   sandbox lock provider       http://127.0.0.1:${LOCK_PROVIDER_PORT}  (access codes, the door at /_sandbox/door, fault controls)
   mail sandbox (read mails)   http://127.0.0.1:${MAIL_SANDBOX_HTTP_PORT}/messages  (SMTP on ${MAIL_SMTP_HOST}:${MAIL_SMTP_PORT}, lookup at /v1/lookup, /_sandbox fault controls)
@@ -280,5 +300,17 @@ EOF_INFO
     # What make deploy-local's pods point at: Jaeger and the three sandboxes, no services.
     for entry in "${processes[@]:0:4}"; do IFS='|' read -r name module probe <<<"$entry"; start "$name" "$module" "$probe"; done
     ;;
-  *) echo "usage: $0 up|providers" >&2; exit 2 ;;
+  status)
+    for entry in "${processes[@]}"; do
+      IFS='|' read -r name module probe <<<"$entry"
+      pid="$(recorded_pid "$name")"
+      if running "$pid" "$module"; then
+        printf '  %-14s running (pid %s)  %s\n' "$name" "$pid" "$probe"
+      else
+        printf '  %-14s not running (%s)\n' "$name" "$(why_not_running "$pid")"
+      fi
+    done
+    echo "customer pages at http://${GATEWAY_ADDRESS}/web/, the API reference at http://${GATEWAY_ADDRESS}/docs"
+    ;;
+  *) echo "usage: $0 up|status|providers" >&2; exit 2 ;;
 esac

@@ -16,8 +16,8 @@ from gateway_bff.docs import ANSWERS, answer
 from gateway_bff.edge import caller_of
 from gateway_bff.parts import known_id, parts_of
 from gateway_bff.problems import not_found
-from gateway_bff.resources import rfc3339
 from gateway_bff.store.directory import NewMember, Org, UnknownOrg
+from gateway_bff.times import rfc3339
 from servicekit.protobuf import timestamp
 
 router = APIRouter(prefix="/v1/ops", tags=["operations"])

@@ -22,6 +22,7 @@ from gateway_bff.docs import ANSWERS
 from gateway_bff.parts import parts_of
 from gateway_bff.problems import Problem
 from gateway_bff.web import pages
+from gateway_bff.web.rendering import preferred_language
 
 router = APIRouter(prefix="/v1/payments", tags=["payments"])
 MAX_BODY = 64 * 1024
@@ -76,7 +77,7 @@ async def return_page(
     request: Request, payment_id: Annotated[str | None, Query()] = None
 ) -> Response:
     # The web's own page, in the language the customer's pages last used.
-    return await pages.payment_return_page(request, pages.preferred_language(request), payment_id)
+    return await pages.payment_return_page(request, preferred_language(request), payment_id)
 
 
 async def _bounded_body(request: Request) -> bytes:

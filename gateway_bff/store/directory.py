@@ -18,8 +18,8 @@ from sqlalchemy import insert, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from gateway_bff.resources import rfc3339
 from gateway_bff.store import orm
+from gateway_bff.times import rfc3339
 from servicekit.audit import AuditLog
 
 

@@ -15,8 +15,9 @@ from fastapi.responses import Response
 
 from gateway_bff.parts import known_id
 from gateway_bff.problems import not_found
-from gateway_bff.web import console_messages, pages
+from gateway_bff.web import console_messages
 from gateway_bff.web.messages import PROBLEMS, TEXTS, Language
+from gateway_bff.web.rendering import language, render_page
 
 router = APIRouter(prefix="/web", include_in_schema=False)
 # The console's sections besides finding a booking: each a page of its own.
@@ -25,19 +26,19 @@ SECTIONS = ("outbox", "incidents", "drift", "audit", "spaces", "orgs", "plans")
 
 @router.get("/{lang}/console/")
 async def find_booking(request: Request, lang: str) -> Response:
-    return render(request, pages._language(lang), "console/home.html", "console_title")
+    return render(request, language(lang), "console/home.html", "console_title")
 
 
 @router.get("/{lang}/console/bookings/{booking_id}")
 async def timeline(request: Request, lang: str, booking_id: str) -> Response:
-    chosen = pages._language(lang)
+    chosen = language(lang)
     known_id(booking_id, "booking")
     return render(request, chosen, "console/timeline.html", "timeline_title", booking_id=booking_id)
 
 
 @router.get("/{lang}/console/{section}")
 async def section(request: Request, lang: str, section: str) -> Response:
-    chosen = pages._language(lang)
+    chosen = language(lang)
     if section not in SECTIONS:
         raise not_found("no such console page")
     return render(request, chosen, f"console/{section}.html", f"{section}_title", section=section)
@@ -48,4 +49,4 @@ def render(request: Request, lang: Language, template: str, title: str, **extra:
     win where both say something)."""
     texts = {**TEXTS[lang], **console_messages.TEXTS[lang]}
     problems = {**PROBLEMS[lang], **console_messages.PROBLEMS[lang]}
-    return pages.render_page(request, lang, template, title, texts, problems, **extra)
+    return render_page(request, lang, template, title, texts, problems, **extra)

@@ -14,8 +14,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from gateway_bff.web import console, pages
+from gateway_bff.web import console
 from gateway_bff.web.messages import Language
+from gateway_bff.web.rendering import other as other_language
+from gateway_bff.web.rendering import preferred_language
 
 WEB = "/web"
 
@@ -53,8 +55,8 @@ class NotFoundPage:
 def not_found_page(request: Request) -> Response:
     """The 404 page, in the language the path names, else the one the visitor prefers."""
     asked = request.url.path.removeprefix(f"{WEB}/").split("/")[0]
-    lang = Language(asked) if asked in tuple(Language) else pages.preferred_language(request)
-    other = Language.EN if lang is Language.CS else Language.CS
+    lang = Language(asked) if asked in tuple(Language) else preferred_language(request)
+    other = other_language(lang)
     response = console.render(
         request, lang, "errors/not_found.html", "not_found_title", other_url=f"{WEB}/{other}/"
     )

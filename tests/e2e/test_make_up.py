@@ -55,7 +55,10 @@ async def test_make_up_starts_every_part_and_a_booking_walks_it_to_its_pin_and_m
     for part in ("booking service", "payment service", "access service", "notify service"):
         assert part in platform.output
     assert f"gateway (public HTTP API)   {platform.gateway}" in platform.output
-    assert f"Jaeger (traces)             {platform.jaeger}/api/traces/" in platform.output
+    assert f"Jaeger UI (traces)          {platform.jaeger}/" in platform.output
+    assert f"Jaeger query API            {platform.jaeger}/api/traces/" in platform.output
+    for page in ("/web/cs/", "/web/en/", "/web/en/console/", "/docs"):
+        assert f"{platform.gateway}{page}" in platform.output
     assert (
         "(re)started: jaeger card-gateway lock-provider mail-sandbox booking payment access"
         " notify gateway prometheus" in platform.output

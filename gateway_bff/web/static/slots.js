@@ -10,6 +10,7 @@ const spaceId = section.dataset.space;
 const dayInput = document.getElementById("day");
 const table = document.querySelector("[data-slots]");
 const DAY_MS = 24 * 60 * 60 * 1000;
+const FREE_SLOT_HORIZON_DAYS = 31; // how far ahead a studio's page looks for its first free slot
 let studio = null;
 let orgId = null; // the organisation the signed-in member books for (org.js)
 let shown = 0; // the newest load wins when days change faster than answers come
@@ -131,11 +132,30 @@ function tickClock() {
   clock.textContent = localTime(now);
 }
 
-function chosenDay() {
+// The day the link names, else the first day with a free slot (today may be full or
+// over), else today.
+async function chosenDay() {
   const asked = new URLSearchParams(location.search).get("day");
-  return asked && /^\d{4}-\d{2}-\d{2}$/.test(asked) && !Number.isNaN(Date.parse(asked))
-    ? asked
-    : localDay(new Date());
+  if (asked && /^\d{4}-\d{2}-\d{2}$/.test(asked) && !Number.isNaN(Date.parse(asked))) {
+    return asked;
+  }
+  return (await firstFreeDay()) ?? localDay(new Date());
+}
+
+async function firstFreeDay() {
+  const now = Date.now();
+  const from = new Date(now).toISOString();
+  const to = new Date(now + FREE_SLOT_HORIZON_DAYS * DAY_MS).toISOString();
+  try {
+    const query = new URLSearchParams({ from, to });
+    const slots = await api(`/v1/spaces/${encodeURIComponent(spaceId)}/slots?${query}`);
+    const starts = slots
+      .filter((slot) => slot.state === "available" && Date.parse(slot.starts_at) > now)
+      .map((slot) => Date.parse(slot.starts_at));
+    return starts.length ? localDay(new Date(Math.min(...starts))) : null;
+  } catch {
+    return null; // the day's own load then shows the problem
+  }
 }
 
 async function start() {
@@ -153,13 +173,13 @@ async function start() {
   document.querySelector("[data-studio-zone]").textContent = `(${studio.timezone})`;
   tickClock();
   setInterval(tickClock, 30000);
-  dayInput.value = chosenDay();
+  dayInput.value = await chosenDay();
   dayInput.addEventListener("change", () => {
     if (dayInput.value) showDay(dayInput.value);
   });
   document.querySelectorAll("[data-day-step]").forEach((button) => {
     button.addEventListener("click", () => {
-      dayInput.value = shiftDay(dayInput.value || chosenDay(), Number(button.dataset.dayStep));
+      dayInput.value = shiftDay(dayInput.value || localDay(new Date()), Number(button.dataset.dayStep));
       showDay(dayInput.value);
     });
   });

@@ -77,11 +77,11 @@ class CardCheckouts:
         fingerprint: bytes,
         event: Message,
         missing: str,
-        timer: tuple[str, dict[str, Any]],
+        timer: tuple[uuid.UUID, str, dict[str, Any]],
     ) -> Booking | Claim:
         """The booking the hold made, or the claim an earlier request with the key made
         (the caller replays or refuses it). `event` is the event to publish without its
-        field `missing`, the slot's price; `timer` the hold's release, kind and expectations."""
+        field `missing`, the slot's price; `timer` the hold's release: id, kind and expectations."""
         carrier = tracing.current_carrier()
         effect_id = uuid.uuid4()
         parts = envelope.unfinished(
@@ -108,9 +108,9 @@ class CardCheckouts:
             "event": parts,
             "money_keys": _MONEY_KEYS,
             "trace_context": driver_sql.Jsonb(carrier),
-            "timer_id": uuid.uuid4(),
-            "timer_kind": timer[0],
-            "timer_expects": driver_sql.Jsonb(timer[1]),
+            "timer_id": timer[0],
+            "timer_kind": timer[1],
+            "timer_expects": driver_sql.Jsonb(timer[2]),
         }
         with _refusals(hold.slot_id):
             row = await driver_sql.fetch_one(self._session, _DECIDE, params)

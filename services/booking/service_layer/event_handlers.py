@@ -41,6 +41,7 @@ async def confirm_paid_booking(
     booking.confirm_if_pending(payment_id)
     await uow.slots.save(slot)
     await uow.bookings.save(booking)
+    await uow.cancel_hold_release(booking.booking_id)
     await uow.publish(booking.booking_id, messages.booking_confirmed(booking))
 
 
@@ -72,6 +73,7 @@ async def expire_unpaid_booking(uow: UnitOfWork, booking_id: str, payment_id: st
     if booking is None or (booking.payment_id and booking.payment_id != payment_id):
         return  # not this booking's current payment
     await expire_booking(uow, booking)
+    await uow.cancel_hold_release(booking_id)
 
 
 async def expire_booking(uow: UnitOfWork, booking: Booking) -> None:

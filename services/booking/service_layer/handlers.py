@@ -136,6 +136,7 @@ async def cancel_booking(uow: UnitOfWork, command: CancelBooking) -> BookingOutc
     if booking.payment_mode is PaymentMode.PASS:
         await _return_pass_entry(uow, booking)
     await uow.bookings.save(booking)
+    await uow.cancel_hold_release(booking.booking_id)
     await uow.publish(booking.booking_id, messages.booking_cancelled(booking, booking.paid))
     return BookingOutcome(booking)
 

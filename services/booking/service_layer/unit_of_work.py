@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from servicekit import unit_of_work as kit
 from servicekit.idempotency_keys import IdempotencyKeys
+from servicekit.schema import CANCELLED, PENDING
 from services.booking.adapters.card_checkouts import CardCheckouts
 from services.booking.adapters.catalogue import SpaceRepository, UnownedPaymentRepository
 from services.booking.adapters.disclosures import DisclosureRepository
@@ -22,6 +25,7 @@ from services.booking.adapters.repository import (
 from services.booking.domain.model import PaymentMode
 
 RELEASE_UNPAID_HOLD = "release_unpaid_hold"
+_HOLD_RELEASES = uuid.UUID("6f1d3c1e-0b7a-4d5e-9a51-2f4b8c0e7d13")  # names the hold releases
 
 
 @dataclass(frozen=True)
@@ -63,11 +67,36 @@ class UnitOfWork(kit.UnitOfWork):
                 yield
 
     @staticmethod
-    def hold_release(booking_id: str) -> tuple[str, dict[str, str]]:
-        """The timer that releases a card checkout's hold: its kind and what it expects.
-        Never cancelled: it fires and finds the booking no longer pending. Cancelling it
-        would lock the timer row after the booking row, the opposite of the timer runner."""
-        return RELEASE_UNPAID_HOLD, {"booking_id": booking_id, "state": "pending"}
+    def hold_release(booking_id: str) -> tuple[uuid.UUID, str, dict[str, str]]:
+        """The timer that releases a card checkout's hold: its id (one per booking, so the
+        booking can find it again), its kind and what it expects."""
+        return (
+            hold_release_id(booking_id),
+            RELEASE_UNPAID_HOLD,
+            {
+                "booking_id": booking_id,
+                "state": "pending",
+            },
+        )
+
+    async def cancel_hold_release(self, booking_id: str) -> None:
+        """The booking left `pending`: its hold's release can no longer act, and an operator
+        must not see the booking waiting on it. A release the runner is firing right now is
+        skipped, not waited for (it finds the booking moved on and does nothing), so this
+        never waits on a timer row while holding the booking's."""
+        t = self._effects.timers.table
+        firing_now = (
+            select(t.c.timer_id)
+            .where(t.c.timer_id == hold_release_id(booking_id), t.c.state == PENDING)
+            .with_for_update(skip_locked=True)
+        )
+        await self.session.execute(
+            update(t).where(t.c.timer_id.in_(firing_now.scalar_subquery())).values(state=CANCELLED)
+        )
+
+
+def hold_release_id(booking_id: str) -> uuid.UUID:
+    return uuid.uuid5(_HOLD_RELEASES, booking_id)
 
 
 UnitOfWorkFactory = kit.UnitOfWorkFactory[UnitOfWork]
