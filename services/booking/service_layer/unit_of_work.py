@@ -10,6 +10,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from servicekit import unit_of_work as kit
 from servicekit.idempotency_keys import IdempotencyKeys
+from servicekit.incidents import Incidents
+from services.booking.adapters import orm
 from services.booking.adapters.card_checkouts import CardCheckouts
 from services.booking.adapters.catalogue import SpaceRepository, UnownedPaymentRepository
 from services.booking.adapters.disclosures import DisclosureRepository
@@ -45,6 +47,7 @@ class UnitOfWork(kit.UnitOfWork):
         self.passes = PassRepository(session)
         self.disclosures = DisclosureRepository(session)
         self.unowned_payments = UnownedPaymentRepository(session)
+        self.incidents = Incidents(orm.eventing.incidents).within(session)
         self.card_checkouts = CardCheckouts(session, effects, keys)
 
     @asynccontextmanager
