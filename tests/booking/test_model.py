@@ -200,6 +200,11 @@ class BookingModel(RuleBasedStateMachine):
     @rule(entries=st.integers(1, 2))
     def pass_order_paid(self, entries: int) -> None:
         order_id = str(uuid.uuid4())
+        money = pay.Money(amount=90000, currency="CZK")
+        succeeded = pay.PaymentSucceeded(
+            payment_id=str(uuid.uuid4()), order_id=order_id, amount=money
+        )
+        self._deliver("payment.events", order_id, succeeded)
         event = pay.PassOrderPaid(order_id=order_id, org_id=self.org, entries=entries)
         self._deliver("payment.events", order_id, event)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from google.protobuf.message import Message
 from liftfit.booking.v1 import booking_pb2 as bpb
 from liftfit.booking.v1 import events_pb2 as ev
 from liftfit.ops.v1 import operations_pb2 as opb
@@ -161,3 +162,66 @@ async def test_a_payment_created_after_another_payment_confirmed_the_booking_is_
     assert real in incident.detail and early in incident.detail
     finding = await eventually(lambda: _finding(booking, held.booking_id))
     assert finding.kind == "payment_id_conflict"
+
+
+# --- pass orders ------------------------------------------------------------------------
+
+
+async def _announced(booking: BookingHarness, order_id: str, event: Message) -> None:
+    await booking.consumed(await booking.publish("payment.events", order_id, event))
+
+
+def _order_paid(order_id: str, org: str, entries: int = 50) -> pay.PassOrderPaid:
+    return pay.PassOrderPaid(order_id=order_id, org_id=org, entries=entries, plan_code="pass-50")
+
+
+def _order_payment(order_id: str, payment_id: str) -> pay.PaymentSucceeded:
+    money = pay.Money(amount=500000, currency="CZK")
+    return pay.PaymentSucceeded(payment_id=payment_id, order_id=order_id, amount=money)
+
+
+async def _balance(booking: BookingHarness, org: str) -> int:
+    reply = await booking.stub.GetPassBalance(bpb.GetPassBalanceRequest(org_id=org))
+    return reply.balance
+
+
+async def test_a_pass_credit_for_an_order_never_paid_credits_nothing_and_is_explained(
+    booking: BookingHarness,
+) -> None:
+    org, order_id = new_id(), new_id()
+    await _announced(booking, order_id, _order_paid(order_id, org))
+    assert await _balance(booking, org) == 0
+    assert await booking.published(ev.PassEntriesCredited) == []
+    incident = await _open_incident(booking, order_id)
+    assert incident.kind == "pass_credit_refused"
+    assert "never said that the order's payment succeeded" in incident.detail
+    finding = await _finding(booking, order_id)
+    assert finding.kind == "pass_credit_refused" and org in finding.problem
+    assert "replay" in finding.repair
+
+
+async def test_a_pass_credit_after_its_payment_is_credited_once_and_a_changed_one_refused(
+    booking: BookingHarness,
+) -> None:
+    org, order_id = new_id(), new_id()
+    await _announced(booking, order_id, _order_payment(order_id, new_id()))
+    await _announced(booking, order_id, _order_paid(order_id, org))
+    await _announced(booking, order_id, _order_paid(order_id, org))  # announced again
+    assert await _balance(booking, org) == 50
+    other = new_id()
+    await _announced(booking, order_id, _order_paid(order_id, other))
+    assert await _balance(booking, other) == 0
+    assert len(await booking.published(ev.PassEntriesCredited)) == 1
+    incident = await _open_incident(booking, order_id)
+    assert f"organisation {other}" in incident.detail and "before" in incident.detail
+
+
+async def test_a_pass_credit_that_overtook_its_payment_is_credited_when_replayed(
+    booking: BookingHarness,
+) -> None:
+    org, order_id = new_id(), new_id()
+    await _announced(booking, order_id, _order_paid(order_id, org))
+    await _announced(booking, order_id, _order_payment(order_id, new_id()))
+    assert await _balance(booking, org) == 0
+    await _announced(booking, order_id, _order_paid(order_id, org))  # the operator's replay
+    assert await _balance(booking, org) == 50

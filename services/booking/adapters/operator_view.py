@@ -17,6 +17,7 @@ from servicekit.operations.hooks import OPEN, BookingRecord, DriftFinding, live_
 from servicekit.operations.states import states_in
 from services.booking.adapters import orm
 from services.booking.domain.model import BookingState, ClosedReason, PaymentMode, SlotState
+from services.booking.domain.pass_orders import PASS_CREDIT_REFUSED
 from services.booking.domain.payment_claims import PAYMENT_CONFLICT, PAYMENT_REFUSED
 
 SERVICE = "booking"
@@ -199,9 +200,9 @@ async def _holds_without_payment(session: AsyncSession, before: datetime) -> lis
 
 # What the payment service's records say decides each refused payment event.
 _REFUSED_TRUTH = (
-    "the payment service: only a payment it holds for the booking, paid at the booking's"
+    "the payment service: only a payment it holds for the booking or order, paid at its"
     " price, is money for it; an event on its topic that does not name that payment is not"
-    " its word, or its records and this booking's disagree"
+    " its word, or its records and this service's disagree"
 )
 _REFUSED_REPAIR = {
     PAYMENT_REFUSED: "none by code: the booking kept its state and no refund was asked for."
@@ -211,11 +212,17 @@ _REFUSED_REPAIR = {
     PAYMENT_CONFLICT: "none by code: the booking stays confirmed by the earlier payment. If"
     " the payment service holds only the later payment and it is not paid, the booking was"
     " confirmed by a forged event: cancel it; resolve the incident when decided",
+    PASS_CREDIT_REFUSED: "none by code: nothing was credited. Look the order up at the"
+    " payment service: if it is paid and its PassOrderPaid came before its payment's"
+    " success, replay that PassOrderPaid there (it is credited once); if no such order was"
+    " paid, the event was forged (find who writes the topic). Resolve the incident when"
+    " decided",
 }
 
 
 async def _refused_payment_events(session: AsyncSession) -> list[DriftFinding]:
-    """Open incidents of payment events not believed, said as findings of their booking."""
+    """Open incidents of payment events not believed, said as findings of their booking
+    or pass order."""
     i = orm.eventing.incidents.c
     query = (
         select(i.kind, i.subject_id, i.detail, i.opened_at)

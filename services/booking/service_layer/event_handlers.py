@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 
 from services.booking.domain.model import Booking, BookingState, Money
+from services.booking.domain.pass_orders import PASS_CREDIT, PassOrder
 from services.booking.domain.payment_claims import (
     Refusal,
     payment_conflict,
@@ -104,9 +105,28 @@ async def expire_booking(uow: UnitOfWork, booking: Booking) -> None:
     await uow.publish(booking.booking_id, messages.booking_expired(booking))
 
 
+async def record_order_paid(
+    uow: UnitOfWork, order_id: str, payment_id: str, amount: Money | None
+) -> None:
+    """A pass order's payment succeeded: its PassOrderPaid may be credited from now on."""
+    order = await uow.pass_orders.lock(order_id)
+    refusal = order.record_payment(payment_id, amount)
+    if refusal is not None:
+        await _refuse(uow, order_id, refusal)
+    else:
+        await uow.pass_orders.save(order)
+
+
 async def credit_pass_order(uow: UnitOfWork, org_id: str, order_id: str, entries: int) -> None:
+    """Credits the entries of an order whose payment succeeded, once; any other is refused."""
+    order = await uow.pass_orders.lock_existing(order_id) or PassOrder(order_id)
+    refusal = order.record_credit(org_id, entries)
+    if refusal is not None:
+        await _refuse(uow, order_id, refusal)
+        return
+    await uow.pass_orders.save(order)
     balance = await uow.passes.lock(org_id)
-    credited, entry = balance.credit(entries, "pass_order_paid", f"order:{order_id}")
+    credited, entry = balance.credit(entries, PASS_CREDIT, f"order:{order_id}")
     if await uow.passes.apply(credited, entry):
         await uow.publish(org_id, messages.pass_entries_credited(org_id, order_id, entries))
 
