@@ -13,6 +13,7 @@ from liftfit.booking.v1 import events_pb2 as ev
 from liftfit.ops.v1 import operations_pb2 as opb
 from liftfit.payment.v1 import events_pb2 as pay
 
+from services.booking.domain.pass_orders import PASS_CREDIT, credit_reference
 from tests.booking.harness import BookingHarness, eventually, new_id
 from tests.operations.operator import operations
 
@@ -225,3 +226,23 @@ async def test_a_pass_credit_that_overtook_its_payment_is_credited_when_replayed
     assert await _balance(booking, org) == 0
     await _announced(booking, order_id, _order_paid(order_id, org))  # the operator's replay
     assert await _balance(booking, org) == 50
+
+
+async def test_a_credit_without_a_paid_order_is_drift_and_a_paid_one_is_not(
+    booking: BookingHarness,
+) -> None:
+    """A credit made before this service recorded orders' payments (written here as the
+    handler did then) is named; one made for a paid order is not."""
+    org, unpaid, paid = new_id(), new_id(), new_id()
+    async with booking.app.uows.transaction() as uow:
+        balance = await uow.passes.lock(org)
+        credited, entry = balance.credit(50, PASS_CREDIT, credit_reference(unpaid))
+        await uow.passes.apply(credited, entry)
+    await _announced(booking, paid, _order_payment(paid, new_id()))
+    await _announced(booking, paid, _order_paid(paid, org))
+    assert await _balance(booking, org) == 100
+    finding = await _finding(booking, unpaid)
+    assert finding.kind == "pass_credit_without_paid_order"
+    assert org in finding.problem and "50 pass entries" in finding.problem
+    listed = await operations(booking.channel).ListDriftFindings(opb.ListDriftFindingsRequest())
+    assert [f for f in listed.findings if f.subject_id == paid] == []

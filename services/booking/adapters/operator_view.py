@@ -17,7 +17,11 @@ from servicekit.operations.hooks import OPEN, BookingRecord, DriftFinding, live_
 from servicekit.operations.states import states_in
 from services.booking.adapters import orm
 from services.booking.domain.model import BookingState, ClosedReason, PaymentMode, SlotState
-from services.booking.domain.pass_orders import PASS_CREDIT_REFUSED
+from services.booking.domain.pass_orders import (
+    ORDER_REFERENCE,
+    PASS_CREDIT,
+    PASS_CREDIT_REFUSED,
+)
 from services.booking.domain.payment_claims import PAYMENT_CONFLICT, PAYMENT_REFUSED
 
 SERVICE = "booking"
@@ -95,6 +99,7 @@ class BookingDrift:
             *await _holds_not_released(session, now - HOLD_NOT_RELEASED_AFTER),
             *await _holds_without_payment(session, now - self.no_payment_after),
             *await _refused_payment_events(session),
+            *await _credits_without_paid_order(session),
         ]
 
 
@@ -239,6 +244,36 @@ async def _refused_payment_events(session: AsyncSession) -> list[DriftFinding]:
             problem=row.detail,
             truth=_REFUSED_TRUTH,
             repair=_REFUSED_REPAIR[row.kind],
+        )
+        for row in await session.execute(query)
+    ]
+
+
+async def _credits_without_paid_order(session: AsyncSession) -> list[DriftFinding]:
+    """Credits are made only for orders whose payment was heard to succeed; one without is
+    a credit made before this service recorded orders' payments, or a defect."""
+    e, o = orm.pass_ledger.c, orm.pass_orders.c
+    order_id = func.substr(e.reference, len(ORDER_REFERENCE) + 1)
+    query = (
+        select(e.org_id, e.delta, e.at, order_id.label("order_id"))
+        .outerjoin(orm.pass_orders, o.order_id == order_id)
+        .where(e.reason == PASS_CREDIT, o.payment_id.is_(None))
+        .order_by(e.at)
+        .limit(MOST)
+    )
+    return [
+        live_finding(
+            SERVICE,
+            "pass_credit_without_paid_order",
+            row.order_id,
+            found_at=row.at,
+            problem=f"organisation {row.org_id} was credited {row.delta} pass entries for order"
+            f" {row.order_id} at {row.at:%Y-%m-%d %H:%M:%S} UTC, and this service never heard"
+            " that the order's payment succeeded: the entries may open doors nobody paid for",
+            truth="the payment service: an order is paid only when its payment is",
+            repair="none by code: look the order up at the payment service; if it is not"
+            " paid, debit the entries the organisation has not used yet and find who wrote the"
+            " payment topic",
         )
         for row in await session.execute(query)
     ]

@@ -28,6 +28,11 @@ from services.booking.domain.payment_claims import Refusal
 
 PASS_CREDIT_REFUSED = "pass_credit_refused"  # the incident's kind
 PASS_CREDIT = "pass_order_paid"  # the ledger reason of a credit for a paid order
+ORDER_REFERENCE = "order:"  # a credit's ledger reference: this, then the order's id
+
+
+def credit_reference(order_id: str) -> str:
+    return f"{ORDER_REFERENCE}{order_id}"
 
 
 @dataclass

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 
 from services.booking.domain.model import Booking, BookingState, Money
-from services.booking.domain.pass_orders import PASS_CREDIT, PassOrder
+from services.booking.domain.pass_orders import PASS_CREDIT, PassOrder, credit_reference
 from services.booking.domain.payment_claims import (
     Refusal,
     payment_conflict,
@@ -126,7 +126,7 @@ async def credit_pass_order(uow: UnitOfWork, org_id: str, order_id: str, entries
         return
     await uow.pass_orders.save(order)
     balance = await uow.passes.lock(org_id)
-    credited, entry = balance.credit(entries, PASS_CREDIT, f"order:{order_id}")
+    credited, entry = balance.credit(entries, PASS_CREDIT, credit_reference(order_id))
     if await uow.passes.apply(credited, entry):
         await uow.publish(org_id, messages.pass_entries_credited(org_id, order_id, entries))
 
