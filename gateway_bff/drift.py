@@ -11,6 +11,11 @@ service, and their ids asked of the second in pages of PAGE.
   which access holds no grant: the customer has no PIN and the door will not open.
 - A booking's payment still pending (open at the card gateway) while the booking was
   cancelled or expired over `payment_open_after` ago: the customer may still pay for it.
+- A booking confirmed over `unpaid_after` ago whose payment is not paid: the booking
+  believed a payment event the payment service's records do not bear out.
+- An active credential (a code at the lock) for a booking that has not been confirmed for
+  over `credential_after`, or that booking does not know: the door opens for nobody's
+  booking.
 
 A finding is read live, never stored: it stays `open`, for a human, with the same id, for
 as long as the records show it, and is gone once the missing step came. A service that did
@@ -45,14 +50,18 @@ class DriftBounds:
 
     access_after: timedelta = timedelta(minutes=5)
     payment_open_after: timedelta = timedelta(minutes=5)
+    unpaid_after: timedelta = timedelta(minutes=5)
+    credential_after: timedelta = timedelta(minutes=5)
 
 
 async def cross_findings(ask: Ask, bounds: DriftBounds) -> tuple[list[opb.DriftFinding], list[str]]:
-    """Both checks' findings, and the services that did not answer."""
+    """Every check's findings, and the services that did not answer."""
     now = datetime.now(UTC)
     checks = (
         _confirmed_without_access(ask, now - bounds.access_after),
         _payment_open_for_ended_booking(ask, now - bounds.payment_open_after),
+        _confirmed_without_paid_payment(ask, now - bounds.unpaid_after),
+        _credential_without_confirmed_booking(ask, now - bounds.credential_after),
     )
     answers = await asyncio.gather(*checks, return_exceptions=True)
     found: list[opb.DriftFinding] = []
@@ -145,6 +154,72 @@ async def _payment_open_for_ended_booking(ask: Ask, before: datetime) -> list[op
         for b in bookings
         if b.state in ENDED and b.since.ToDatetime(tzinfo=UTC) < before
     ]
+
+
+async def _confirmed_without_paid_payment(ask: Ask, before: datetime) -> list[opb.DriftFinding]:
+    request = opb.ListBookingStatesRequest(
+        state="confirmed", before=timestamp(before), limit=CANDIDATES
+    )
+    confirmed = {b.booking_id: b for b in await _asked(ask, "booking", request)}
+    payments = await _of_bookings(ask, "payment", list(confirmed))
+    return [
+        _finding(
+            "booking",
+            "confirmed_without_paid_payment",
+            p.booking_id,
+            confirmed[p.booking_id].since.ToDatetime(tzinfo=UTC),
+            problem=f"the booking {p.booking_id} was confirmed at"
+            f" {_when(confirmed[p.booking_id].since)}, but its payment is {p.state}, not paid:"
+            " the booking believed a payment success the payment service does not hold, and"
+            " access may give its customer a door code nobody paid for",
+            truth="the payment service: only its payment's state says whether money was"
+            " taken; the booking confirms on its PaymentSucceeded",
+            repair="none by code: look at the booking's incidents at the booking service"
+            " (payment_id_conflict, payment_event_refused) and its payment at the payment"
+            " service; if no payment of the booking was paid, cancel the booking (access"
+            " revokes its code), and find who wrote the payment topic",
+        )
+        for p in payments
+        if p.booking_id in confirmed and p.state != "paid"
+    ]
+
+
+async def _credential_without_confirmed_booking(
+    ask: Ask, before: datetime
+) -> list[opb.DriftFinding]:
+    request = opb.ListBookingStatesRequest(state="active", limit=CANDIDATES)
+    active = {g.booking_id: g for g in await _asked(ask, "access", request)}
+    bookings = {b.booking_id: b for b in await _of_bookings(ask, "booking", list(active))}
+    found = []
+    for booking_id, grant in active.items():
+        booking = bookings.get(booking_id)
+        since = booking.since if booking is not None else grant.since
+        if since.ToDatetime(tzinfo=UTC) >= before:
+            continue  # the revocation has time yet
+        if booking is not None and booking.state == "confirmed":
+            continue
+        found.append(_credential_finding(booking_id, booking, since))
+    return found
+
+
+def _credential_finding(
+    booking_id: str, booking: opb.BookingState | None, since: Timestamp
+) -> opb.DriftFinding:
+    said = f"is {booking.state} since {_when(since)}" if booking else "is unknown to it"
+    return _finding(
+        "access",
+        "credential_without_confirmed_booking",
+        booking_id,
+        since.ToDatetime(tzinfo=UTC),
+        problem=f"the access service holds an active door code for the booking {booking_id},"
+        f" which the booking service says {said}: the door opens for a booking nobody holds",
+        truth="the booking service: a code may open the door only for a confirmed booking;"
+        " access follows the booking's events",
+        repair="none by code: look for the booking's failed BookingCancelled or"
+        " BookingExpired at the booking service (an open outbox_row_failed incident) and"
+        " replay it, so access revokes the code; a booking the booking service does not know"
+        " means the grant came from an event it never sent: revoke the code at access",
+    )
 
 
 def _finding(

@@ -7,8 +7,11 @@ take), GATEWAY_OPERATORS (users given the operator role at start, `ops` in the l
 Kafka's address and topic prefix for the consumer lag it reports, and GATEWAY_TRACES_URL
 (Jaeger's query API, which the operators' console reads traces from; empty: no traces), and
 how long a saga step may take before drift names its absence:
-GATEWAY_DRIFT_ACCESS_AFTER_SECONDS (a confirmed booking without a grant, 300) and
-GATEWAY_DRIFT_PAYMENT_OPEN_AFTER_SECONDS (an ended booking's payment still open, 300).
+GATEWAY_DRIFT_ACCESS_AFTER_SECONDS (a confirmed booking without a grant, 300),
+GATEWAY_DRIFT_PAYMENT_OPEN_AFTER_SECONDS (an ended booking's payment still open, 300),
+GATEWAY_DRIFT_UNPAID_AFTER_SECONDS (a confirmed booking whose payment is not paid, 300) and
+GATEWAY_DRIFT_CREDENTIAL_AFTER_SECONDS (an active door code for a booking not confirmed,
+300).
 Identity settings are read by gateway_bff.identity.
 """
 
@@ -54,6 +57,8 @@ class Settings:
             drift=DriftBounds(
                 access_after=_seconds("GATEWAY_DRIFT_ACCESS_AFTER_SECONDS", 300),
                 payment_open_after=_seconds("GATEWAY_DRIFT_PAYMENT_OPEN_AFTER_SECONDS", 300),
+                unpaid_after=_seconds("GATEWAY_DRIFT_UNPAID_AFTER_SECONDS", 300),
+                credential_after=_seconds("GATEWAY_DRIFT_CREDENTIAL_AFTER_SECONDS", 300),
             ),
         )
 

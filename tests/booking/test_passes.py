@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 
 import grpc
 from liftfit.booking.v1 import booking_pb2 as pb
@@ -14,6 +15,13 @@ from tests.booking.harness import BookingHarness, eventually, new_id
 
 
 async def _credit(booking: BookingHarness, org: str, entries: int, order_id: str) -> None:
+    """The payment service announcing a paid pass order: its payment's success, then the
+    credit, as it does (under the order's key)."""
+    payment_id = str(uuid.uuid5(uuid.NAMESPACE_URL, order_id))  # the order's one payment
+    succeeded = pay.PaymentSucceeded(
+        payment_id=payment_id, order_id=order_id, amount=pay.Money(amount=90000, currency="CZK")
+    )
+    await booking.publish("payment.events", order_id, succeeded)
     paid = pay.PassOrderPaid(order_id=order_id, org_id=org, entries=entries, plan_code="pass-10")
     await booking.publish("payment.events", order_id, paid)
 

@@ -3,6 +3,7 @@ through its real inbox and handlers on PostgreSQL, and ends in the state the eve
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,7 +15,8 @@ from liftfit.payment.v1 import events_pb2 as payment_events
 from servicekit.inbox import Inbox
 from servicekit.records import Delivery
 from services.access.domain.model import GrantState
-from services.booking.domain.model import Booking, BookingState, PaymentMode, SlotState
+from services.booking.domain.model import Booking, BookingState, Money, PaymentMode, SlotState
+from services.booking.service_layer.event_handlers import record_order_paid
 from tests.access.harness import DEVICE, AccessHarness
 from tests.booking.harness import BookingHarness
 from tests.contract import golden_samples as golden
@@ -90,6 +92,9 @@ async def test_booking_applies_the_golden_payment_events(booking: BookingHarness
     assert (await _booking(booking, golden.BOOKING_CREATED)).state == "confirmed"
     assert await _apply(inbox, prefix, payment_events.PaymentFailed) == "processed"
     assert (await _booking(booking, golden.BOOKING_FAILED)).state == "expired"
+    async with booking.app.uows.transaction() as uow:  # a credit needs its order paid first
+        order_payment = str(uuid.uuid4())
+        await record_order_paid(uow, golden.ORDER, order_payment, Money(90000, "CZK"))
     assert await _apply(inbox, prefix, payment_events.PassOrderPaid) == "processed"
     balance = await booking.stub.GetPassBalance(bpb.GetPassBalanceRequest(org_id=golden.ORG))
     assert balance.balance == 10

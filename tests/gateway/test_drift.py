@@ -15,14 +15,17 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import KafkaError
+from liftfit.payment.v1 import events_pb2 as pay
 
+from servicekit import envelope
 from tests.gateway.api import OPS, Api, Org, new_key
 from tests.gateway.test_journey import _pay
 from tests.support.infrastructure import Infrastructure
@@ -34,6 +37,8 @@ BOUND_S = 3
 OVERRIDES = {
     "GATEWAY_DRIFT_ACCESS_AFTER_SECONDS": str(BOUND_S),
     "GATEWAY_DRIFT_PAYMENT_OPEN_AFTER_SECONDS": str(BOUND_S),
+    "GATEWAY_DRIFT_UNPAID_AFTER_SECONDS": str(BOUND_S),
+    "GATEWAY_DRIFT_CREDENTIAL_AFTER_SECONDS": str(BOUND_S),
     "BOOKING_DRIFT_NO_PAYMENT_AFTER_SECONDS": str(BOUND_S),
     "GATEWAY_DEADLINE_MS": "15000",  # two cores shared by many: calls may be slow
 }
@@ -217,3 +222,79 @@ async def test_a_cancelled_booking_whose_payment_is_still_open_is_drift_until_ca
     await _replay(api, effect_id)
     await _gone(api, "payment_open_for_ended_booking", booking_id)
     assert (await _booking(api, org, booking_id))["payment"]["state"] == "cancelled"
+
+
+async def _recorded_payment(api: Api, booking_id: str) -> str:
+    """The payment id the booking service recorded from the payment's PaymentCreated."""
+
+    async def recorded() -> str | None:
+        answer = await api.call("GET", f"/v1/ops/bookings/{booking_id}/timeline", OPS)
+        if answer.status_code != 200:
+            return None
+        facts = answer.json()["services"].get("booking", {}).get("facts", {})
+        return str(facts["payment_id"]) if facts.get("payment_id") else None
+
+    return await eventually(recorded, WAIT_S)
+
+
+async def _published_as_payment(
+    platform: Platform, booking_id: str, event: pay.PaymentSucceeded
+) -> None:
+    """Written on payment's topic as its relay writes (an envelope under the booking's key)."""
+    event_id = uuid.uuid4()
+    wrapped = envelope.wrap(event, booking_id, "payment", {}, event_id)
+    producer = AIOKafkaProducer(bootstrap_servers=platform.env["KAFKA_BOOTSTRAP"])
+    await producer.start()
+    try:
+        await producer.send_and_wait(
+            f"{platform.env['TOPIC_PREFIX']}payment.events",
+            value=wrapped.SerializeToString(),
+            key=booking_id.encode(),
+            headers=[("event-id", str(event_id).encode()), ("dispatch-generation", b"0")],
+        )
+    finally:
+        await producer.stop()
+
+
+async def test_a_success_naming_another_payment_confirms_nothing_and_drift_explains_it(
+    api: Api, drift_platform: Platform
+) -> None:
+    org, booking_id = await _card_booking(api)
+    await _checkout_url(api, org, booking_id)
+    payment_id = await _recorded_payment(api, booking_id)
+    price = (await _booking(api, org, booking_id))["price"]
+    forged = str(uuid.uuid4())
+    money = pay.Money(amount=price["amount"], currency=price["currency"])
+    event = pay.PaymentSucceeded(payment_id=forged, booking_id=booking_id, amount=money)
+    await _published_as_payment(drift_platform, booking_id, event)
+
+    found = await _finding(api, "payment_event_refused", booking_id)
+    assert found["service"] == "booking"
+    assert forged in found["problem"] and payment_id in found["problem"], found
+    answer = await api.call("GET", "/v1/ops/incidents?state=open", OPS)
+    [incident] = [i for i in answer.json()["incidents"] if i["subject_id"] == booking_id]
+    assert incident["kind"] == "payment_event_refused" and forged in incident["detail"]
+    held = await _booking(api, org, booking_id)
+    assert (held["state"], held["payment"]["state"]) == ("pending", "pending")
+
+
+async def test_a_forged_success_that_overtook_the_payment_is_drift_once_the_payment_comes(
+    api: Api, drift_platform: Platform
+) -> None:
+    """Before PaymentCreated the booking can check only the price: the forgery confirms it.
+    The real payment's PaymentCreated then contradicts it, and drift names the booking."""
+    studio, org = await api.studio(1), await api.org()
+    async with down(drift_platform, "payment"):
+        booked = await api.book(org, studio.slot(0), mode="card")
+        assert booked.status_code == 201, booked.text
+        booking_id, price = str(booked.json()["booking_id"]), booked.json()["price"]
+        forged = str(uuid.uuid4())
+        money = pay.Money(amount=price["amount"], currency=price["currency"])
+        event = pay.PaymentSucceeded(payment_id=forged, booking_id=booking_id, amount=money)
+        await _published_as_payment(drift_platform, booking_id, event)
+        await _sent(api, booking_id, "BookingConfirmed")
+
+    found = await _finding(api, "confirmed_without_paid_payment", booking_id)
+    assert found["service"] == "booking" and "pending, not paid" in found["problem"]
+    conflict = await _finding(api, "payment_id_conflict", booking_id)
+    assert forged in conflict["problem"]

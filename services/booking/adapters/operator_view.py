@@ -11,11 +11,18 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from servicekit import schema
 from servicekit.operations import hooks
 from servicekit.operations.hooks import OPEN, BookingRecord, DriftFinding, live_finding
 from servicekit.operations.states import states_in
 from services.booking.adapters import orm
 from services.booking.domain.model import BookingState, ClosedReason, PaymentMode, SlotState
+from services.booking.domain.pass_orders import (
+    ORDER_REFERENCE,
+    PASS_CREDIT,
+    PASS_CREDIT_REFUSED,
+)
+from services.booking.domain.payment_claims import PAYMENT_CONFLICT, PAYMENT_REFUSED
 
 SERVICE = "booking"
 # The access service removes a code again once its revocation is 10 minutes overdue; a slot
@@ -91,6 +98,8 @@ class BookingDrift:
             *await _slots_awaiting_revocation(session, now - AWAITING_REVOCATION_TOO_LONG),
             *await _holds_not_released(session, now - HOLD_NOT_RELEASED_AFTER),
             *await _holds_without_payment(session, now - self.no_payment_after),
+            *await _refused_payment_events(session),
+            *await _credits_without_paid_order(session),
         ]
 
 
@@ -189,6 +198,82 @@ async def _holds_without_payment(session: AsyncSession, before: datetime) -> lis
             " payment's failed PaymentCreated at the payment service (each an open"
             " outbox_row_failed incident) and replay it; else the hold runs out and the"
             " slot is sold again",
+        )
+        for row in await session.execute(query)
+    ]
+
+
+# What the payment service's records say decides each refused payment event.
+_REFUSED_TRUTH = (
+    "the payment service: only a payment it holds for the booking or order, paid at its"
+    " price, is money for it; an event on its topic that does not name that payment is not"
+    " its word, or its records and this service's disagree"
+)
+_REFUSED_REPAIR = {
+    PAYMENT_REFUSED: "none by code: the booking kept its state and no refund was asked for."
+    " Compare the named payment with the booking's at the payment service (DescribeBooking):"
+    " if no such payment was made, the event was forged (find who writes the topic); if it"
+    " was, replay its PaymentSucceeded there. Resolve the incident when decided",
+    PAYMENT_CONFLICT: "none by code: the booking stays confirmed by the earlier payment. If"
+    " the payment service holds only the later payment and it is not paid, the booking was"
+    " confirmed by a forged event: cancel it; resolve the incident when decided",
+    PASS_CREDIT_REFUSED: "none by code: nothing was credited. Look the order up at the"
+    " payment service: if it is paid and its PassOrderPaid came before its payment's"
+    " success, replay that PassOrderPaid there (it is credited once); if no such order was"
+    " paid, the event was forged (find who writes the topic). Resolve the incident when"
+    " decided",
+}
+
+
+async def _refused_payment_events(session: AsyncSession) -> list[DriftFinding]:
+    """Open incidents of payment events not believed, said as findings of their booking
+    or pass order."""
+    i = orm.eventing.incidents.c
+    query = (
+        select(i.kind, i.subject_id, i.detail, i.opened_at)
+        .where(i.state == schema.OPEN, i.kind.in_(tuple(_REFUSED_REPAIR)))
+        .order_by(i.opened_at)
+        .limit(MOST)
+    )
+    return [
+        live_finding(
+            SERVICE,
+            row.kind,
+            row.subject_id,
+            found_at=row.opened_at,
+            problem=row.detail,
+            truth=_REFUSED_TRUTH,
+            repair=_REFUSED_REPAIR[row.kind],
+        )
+        for row in await session.execute(query)
+    ]
+
+
+async def _credits_without_paid_order(session: AsyncSession) -> list[DriftFinding]:
+    """Credits are made only for orders whose payment was heard to succeed; one without is
+    a credit made before this service recorded orders' payments, or a defect."""
+    e, o = orm.pass_ledger.c, orm.pass_orders.c
+    order_id = func.substr(e.reference, len(ORDER_REFERENCE) + 1)
+    query = (
+        select(e.org_id, e.delta, e.at, order_id.label("order_id"))
+        .outerjoin(orm.pass_orders, o.order_id == order_id)
+        .where(e.reason == PASS_CREDIT, o.payment_id.is_(None))
+        .order_by(e.at)
+        .limit(MOST)
+    )
+    return [
+        live_finding(
+            SERVICE,
+            "pass_credit_without_paid_order",
+            row.order_id,
+            found_at=row.at,
+            problem=f"organisation {row.org_id} was credited {row.delta} pass entries for order"
+            f" {row.order_id} at {row.at:%Y-%m-%d %H:%M:%S} UTC, and this service never heard"
+            " that the order's payment succeeded: the entries may open doors nobody paid for",
+            truth="the payment service: an order is paid only when its payment is",
+            repair="none by code: look the order up at the payment service; if it is not"
+            " paid, debit the entries the organisation has not used yet and find who wrote the"
+            " payment topic",
         )
         for row in await session.execute(query)
     ]

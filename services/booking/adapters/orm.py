@@ -140,6 +140,21 @@ pass_ledger = Table(
     UniqueConstraint("org_id", "reference", name=LEDGER_REFERENCE_ONCE),
 )
 
+# What the payment service told us of each pass order: its payment's success (payment_id,
+# the amount paid) and PassOrderPaid (whose balance, how many entries). A credit needs both.
+pass_orders = Table(
+    "pass_orders",
+    metadata,
+    Column("order_id", Text, primary_key=True),
+    Column("payment_id", Text),
+    Column("paid_amount", BigInteger),
+    Column("paid_currency", Text),
+    Column("org_id", Text),
+    Column("entries", Integer),
+    now_column("created_at"),
+    now_column("updated_at"),
+)
+
 # What the access service told us about PINs: disclosed, and later revoked at the provider.
 pin_disclosures = Table(
     "pin_disclosures",

@@ -1,7 +1,8 @@
 """What the booking service does with each event it consumes, for the inbox.
 
-Payment events come from payment.events, access events from access.events. Events about
-orders rather than bookings, and ids that name nothing here, are ignored.
+Payment events come from payment.events, access events from access.events. Ids that name
+nothing here are ignored, except in a payment's success or a pass credit: those are checked
+against what this service owns, and refused as incidents when they match nothing.
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ async def _payment_created(uow: UnitOfWork, event: payment.PaymentCreated) -> No
 
 
 async def _payment_succeeded(uow: UnitOfWork, event: payment.PaymentSucceeded) -> None:
-    if not event.booking_id:
-        return  # an order's payment: the order is credited through PassOrderPaid
     amount = Money(event.amount.amount, event.amount.currency) if event.HasField("amount") else None
-    await react.confirm_paid_booking(uow, event.booking_id, event.payment_id, amount)
+    if event.booking_id:
+        await react.confirm_paid_booking(uow, event.booking_id, event.payment_id, amount)
+    elif is_uuid(event.order_id):  # an order's payment: PassOrderPaid may credit it
+        await react.record_order_paid(uow, event.order_id, event.payment_id, amount)
 
 
 async def _payment_failed(uow: UnitOfWork, event: payment.PaymentFailed) -> None:

@@ -3,13 +3,27 @@
 Each runs inside the inbox's transaction, so its effects and the "processed" marker
 commit together. Every reaction is conditional on the current state: a repeated, late or
 reordered event changes nothing, and money never resurrects a booking that ended.
+
+A payment event is believed only for the booking's own payment and price
+(domain.payment_claims); one that is not is refused: an incident, and no other change.
+In particular it announces no PaymentWithoutBooking: the payment service answers that by
+releasing the payment it holds for the booking, so a forged event would make it cancel or
+refund the customer's real payment. Money is announced as having no booking only when the
+event is the booking's own payment, at its price, and the booking no longer wants it.
 """
 
 from __future__ import annotations
 
 import logging
 
-from services.booking.domain.model import Booking, BookingState, Money, PaymentMode
+from services.booking.domain.model import Booking, BookingState, Money
+from services.booking.domain.pass_orders import PASS_CREDIT, PassOrder, credit_reference
+from services.booking.domain.payment_claims import (
+    Refusal,
+    payment_conflict,
+    payment_for_unknown_booking,
+    refusal_of_payment,
+)
 from services.booking.service_layer import messages
 from services.booking.service_layer.slot_release import release_slot
 from services.booking.service_layer.unit_of_work import UnitOfWork
@@ -19,20 +33,34 @@ log = logging.getLogger(__name__)
 
 async def record_payment_created(uow: UnitOfWork, booking_id: str, payment_id: str) -> None:
     booking = await uow.bookings.lock(booking_id)
-    if booking is not None and booking.attach_payment(payment_id):
+    if booking is None:
+        return
+    conflict = payment_conflict(booking, payment_id)
+    if conflict is not None:
+        await _refuse(uow, booking_id, conflict)
+    elif booking.attach_payment(payment_id):
         await uow.bookings.save(booking)
 
 
 async def confirm_paid_booking(
     uow: UnitOfWork, booking_id: str, payment_id: str, amount: Money | None
 ) -> None:
-    """Paid while pending and holding its slot: confirmed. Otherwise the money is refunded."""
+    """The booking's own payment, at its price, while pending and holding its slot:
+    confirmed. Its own payment when the booking no longer wants it: refunded. Anything
+    else: refused."""
     booking = await uow.bookings.lock(booking_id)
-    if booking is not None and booking.is_paid_with(payment_id):
+    if booking is None:
+        await _refuse(uow, booking_id, payment_for_unknown_booking(booking_id, payment_id))
+        return
+    if booking.is_paid_with(payment_id):
         return  # a repeated notice; a later cancellation already announced its refund
-    reason = _why_payment_has_no_booking(booking, amount)
-    if booking is None or reason is not None:
-        await _announce_payment_without_booking(uow, booking_id, payment_id, reason or "")
+    refusal = refusal_of_payment(booking, payment_id, amount)
+    if refusal is not None:
+        await _refuse(uow, booking_id, refusal)
+        return
+    if booking.state is not BookingState.PENDING:
+        reason = f"booking_{booking.state.value}"  # cancelled or expired
+        await _announce_payment_without_booking(uow, booking_id, payment_id, reason)
         return
     slot = await uow.slots.lock(booking.slot_id)
     if not slot.book_held(booking.booking_id):
@@ -45,16 +73,10 @@ async def confirm_paid_booking(
     await uow.publish(booking.booking_id, messages.booking_confirmed(booking))
 
 
-def _why_payment_has_no_booking(booking: Booking | None, amount: Money | None) -> str | None:
-    if booking is None:
-        return "unknown_booking"
-    if booking.payment_mode is PaymentMode.PASS:
-        return "booking_paid_by_pass"
-    if booking.state is not BookingState.PENDING:
-        return f"booking_{booking.state.value}"  # cancelled, expired, or paid by another payment
-    if amount is not None and amount != booking.price:
-        return "amount_mismatch"
-    return None
+async def _refuse(uow: UnitOfWork, subject_id: str, refusal: Refusal) -> None:
+    """Kept for an operator, once while open; nothing else changes."""
+    if await uow.incidents.open(refusal.kind, subject_id, refusal.detail):
+        log.warning("%s", refusal.detail)
 
 
 async def _announce_payment_without_booking(
@@ -85,9 +107,28 @@ async def expire_booking(uow: UnitOfWork, booking: Booking) -> None:
     await uow.publish(booking.booking_id, messages.booking_expired(booking))
 
 
+async def record_order_paid(
+    uow: UnitOfWork, order_id: str, payment_id: str, amount: Money | None
+) -> None:
+    """A pass order's payment succeeded: its PassOrderPaid may be credited from now on."""
+    order = await uow.pass_orders.lock(order_id)
+    refusal = order.record_payment(payment_id, amount)
+    if refusal is not None:
+        await _refuse(uow, order_id, refusal)
+    else:
+        await uow.pass_orders.save(order)
+
+
 async def credit_pass_order(uow: UnitOfWork, org_id: str, order_id: str, entries: int) -> None:
+    """Credits the entries of an order whose payment succeeded, once; any other is refused."""
+    order = await uow.pass_orders.lock_existing(order_id) or PassOrder(order_id)
+    refusal = order.record_credit(org_id, entries)
+    if refusal is not None:
+        await _refuse(uow, order_id, refusal)
+        return
+    await uow.pass_orders.save(order)
     balance = await uow.passes.lock(org_id)
-    credited, entry = balance.credit(entries, "pass_order_paid", f"order:{order_id}")
+    credited, entry = balance.credit(entries, PASS_CREDIT, credit_reference(order_id))
     if await uow.passes.apply(credited, entry):
         await uow.publish(org_id, messages.pass_entries_credited(org_id, order_id, entries))
 

@@ -12,10 +12,13 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from servicekit import unit_of_work as kit
 from servicekit.idempotency_keys import IdempotencyKeys
+from servicekit.incidents import Incidents
 from servicekit.schema import CANCELLED, PENDING
+from services.booking.adapters import orm
 from services.booking.adapters.card_checkouts import CardCheckouts
 from services.booking.adapters.catalogue import SpaceRepository, UnownedPaymentRepository
 from services.booking.adapters.disclosures import DisclosureRepository
+from services.booking.adapters.pass_orders import PassOrderRepository
 from services.booking.adapters.passes import PassRepository
 from services.booking.adapters.repository import (
     BookingRepository,
@@ -47,8 +50,10 @@ class UnitOfWork(kit.UnitOfWork):
         self.slots = SlotRepository(session)
         self.bookings = BookingRepository(session)
         self.passes = PassRepository(session)
+        self.pass_orders = PassOrderRepository(session)
         self.disclosures = DisclosureRepository(session)
         self.unowned_payments = UnownedPaymentRepository(session)
+        self.incidents = Incidents(orm.eventing.incidents).within(session)
         self.card_checkouts = CardCheckouts(session, effects, keys)
 
     @asynccontextmanager

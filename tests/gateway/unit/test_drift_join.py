@@ -107,7 +107,7 @@ async def test_many_candidates_are_asked_of_the_second_service_in_bounded_pages(
     )
     found, _ = await drift.cross_findings(services, BOUNDS)
     assert len(found) == len(many)
-    pages = [len(r.booking_ids) for s, r in services.asked if s == "access"]
+    pages = [len(r.booking_ids) for s, r in services.asked if s == "access" and r.booking_ids]
     assert pages == [drift.PAGE, drift.PAGE, 1]
     assert all(r.limit == drift.CANDIDATES for _, r in services.asked)
 
@@ -119,3 +119,50 @@ async def test_a_service_that_does_not_answer_is_named_and_its_checks_are_not_ma
     )
     found, unavailable = await drift.cross_findings(services, BOUNDS)
     assert (found, unavailable) == ([], ["access"])  # no grant unknown is not "no grant"
+
+
+async def test_a_confirmed_booking_whose_payment_is_not_paid_is_named_past_the_bound() -> None:
+    forged, paid, by_pass, recent = _ids(4)
+    services = Services(
+        {
+            "booking": [
+                _state(b, "confirmed", timedelta(minutes=6)) for b in (forged, paid, by_pass)
+            ]
+            + [_state(recent, "confirmed", timedelta(minutes=1))],
+            "payment": [
+                _state(forged, "pending", timedelta(minutes=9)),
+                _state(paid, "paid", timedelta(minutes=6)),
+                _state(recent, "pending", timedelta(minutes=9)),
+            ],
+            "access": [_state(b, "active", timedelta(minutes=5)) for b in (forged, paid, by_pass)],
+        }
+    )
+    found, unavailable = await drift.cross_findings(services, BOUNDS)
+    assert [(f.service, f.kind, f.subject_id) for f in found] == [
+        ("booking", "confirmed_without_paid_payment", forged)
+    ]
+    assert forged in found[0].problem and "pending, not paid" in found[0].problem
+    assert found[0].needs_human and unavailable == []
+
+
+async def test_an_active_credential_for_a_booking_not_confirmed_is_named_past_the_bound() -> None:
+    cancelled, unknown, confirmed, just_cancelled = _ids(4)
+    services = Services(
+        {
+            "access": [
+                _state(b, "active", timedelta(minutes=9))
+                for b in (cancelled, unknown, confirmed, just_cancelled)
+            ],
+            "booking": [
+                _state(cancelled, "cancelled", timedelta(minutes=6)),
+                _state(confirmed, "confirmed", timedelta(minutes=1)),
+                _state(just_cancelled, "cancelled", timedelta(minutes=1)),  # revocation runs
+            ],
+        }
+    )
+    found, _ = await drift.cross_findings(services, BOUNDS)
+    named = {f.subject_id: f for f in found if f.kind == "credential_without_confirmed_booking"}
+    assert sorted(named) == sorted([cancelled, unknown])
+    assert "is cancelled since" in named[cancelled].problem
+    assert "is unknown to it" in named[unknown].problem
+    assert all(f.service == "access" for f in named.values())
