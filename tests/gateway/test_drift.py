@@ -23,6 +23,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.errors import KafkaError
 
+from servicekit.kafka_access import client_security
 from tests.gateway.api import OPS, Api, Org, new_key
 from tests.gateway.test_journey import _pay
 from tests.support.infrastructure import Infrastructure
@@ -73,6 +74,7 @@ async def skip_past(platform: Platform, service: str, topic: str) -> None:
         bootstrap_servers=platform.env["KAFKA_BOOTSTRAP"],
         group_id=f"{prefix}{service}",
         enable_auto_commit=False,
+        **client_security(),
     )
     await consumer.start()
     try:

@@ -64,12 +64,21 @@ _cached: Infrastructure | None = None
 _containers: list[Any] = []  # keeps testcontainers alive for the whole process
 
 
+# The local broker's administrator (deploy/local/infra.sh): the tests' own Kafka clients and
+# the services they run in-process authenticate as it; a platform the tests start runs each
+# service as its own principal (tests/support/platform.py).
+KAFKA_ADMIN_USER = "admin"
+KAFKA_ADMIN_PASSWORD = os.environ.get("KAFKA_ADMIN_PASSWORD", "liftfit-local-kafka-admin")
+
+
 def ensure_infrastructure() -> Infrastructure:
     """Return reachable PostgreSQL and Kafka endpoints, starting them if needed."""
     global _cached
     with _lock:
         if _cached is None:
             _cached = _resolve()
+            os.environ.setdefault("KAFKA_USERNAME", KAFKA_ADMIN_USER)
+            os.environ.setdefault("KAFKA_PASSWORD", KAFKA_ADMIN_PASSWORD)
         return _cached
 
 
