@@ -7,7 +7,7 @@ VENV_STAMP := .venv/.installed
 # go.mod and go.sum) into .local/bin; built again only when those change.
 JAEGER := .local/bin/jaeger
 
-.PHONY: images images-built k8s-tools k8s-check install web-tools chromium protos lint contracts release-contracts test test-only up down status infra-up prometheus bench bench-relay bench-booking bench-floor bench-gateway lock
+.PHONY: images images-built k8s-tools k8s-check deploy-local deploy-local-down install web-tools chromium protos lint contracts release-contracts test test-only up down status infra-up prometheus bench bench-relay bench-booking bench-floor bench-gateway lock
 
 install: $(VENV_STAMP) build/gen/liftfit web-tools
 
@@ -150,6 +150,18 @@ $(CHECKOV): deploy/k8s/tools/checkov.lock
 # strict validation and Pod Security `restricted`; the policy check; the manifests' own tests.
 k8s-check: install k8s-tools
 	.venv/bin/pytest -q tests/k8s --ignore=tests/k8s/test_images.py
+
+# The platform's images as pods on a single-node Kubernetes on this machine (the API server,
+# controller manager, scheduler and a kubelet on a containerd of its own, host-network pods),
+# from the `local` overlay; a card journey, a pod replaced, a second journey
+# (scripts/deploy_local.sh, docs/deploy.md). deploy-local-down removes what it started.
+K8S_NODE := $(K8S_BIN)/kube-controller-manager $(K8S_BIN)/kube-scheduler $(K8S_BIN)/kubelet
+
+deploy-local: install k8s-tools $(K8S_NODE) $(JAEGER) images-built
+	bash scripts/deploy_local.sh up
+
+deploy-local-down:
+	bash scripts/deploy_local.sh down
 
 # One image per process from the Containerfile, with podman (Debian's; settings in
 # deploy/images), on a base built from Debian's packages when no registry is reachable; then

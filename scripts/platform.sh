@@ -4,7 +4,8 @@
 #
 # Run it again at any time: a process that is alive is left alone, one that died (killed,
 # crashed, or a zombie nobody reaped) is started again and its stale pid file replaced.
-# The last lines say which processes were (re)started.
+# The last lines say which processes were (re)started. `platform.sh providers` starts only
+# Jaeger and the three sandboxes: what make deploy-local's pods point at.
 #
 # Settings come from deploy/local/platform.env; a setting already in the environment wins
 # (e.g. after `eval "$(deploy/local/infra.sh env)"`, or other ports for a second checkout).
@@ -282,5 +283,9 @@ LIFT & FIT Private Space runs locally:
 Logs in $log_dir/, pid files in $run_dir/. Stop everything with: make down
 EOF_INFO
     ;;
-  *) echo "usage: $0 up" >&2; exit 2 ;;
+  providers)
+    # What make deploy-local's pods point at: Jaeger and the three sandboxes, no services.
+    for entry in "${processes[@]:0:4}"; do IFS='|' read -r name module probe <<<"$entry"; start "$name" "$module" "$probe"; done
+    ;;
+  *) echo "usage: $0 up|providers" >&2; exit 2 ;;
 esac
