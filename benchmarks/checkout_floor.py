@@ -41,6 +41,7 @@ from liftfit.booking.v1 import events_pb2 as ev
 
 from benchmarks import cpu as bench_cpu
 from benchmarks.booking import CHECKOUTS, CLIENTS, GHZ, Run, _checkout, _ghz, measure_pgbench
+from servicekit.kafka_access import client_security
 from servicekit.runtime import run_event_loop
 from tests.support.infrastructure import create_database, drop_database, ensure_infrastructure
 from tests.support.topics import create_topics, delete_topics
@@ -281,7 +282,7 @@ async def measure_mode(dsn: str, kafka: str, topic: str, name: str) -> Mode:
     connections = [await connect(dsn, autocommit=True) for _ in range(CLIENTS)]
     server = _server(Pool(connections), decide)
     port = server.add_insecure_port("127.0.0.1:0")
-    producer = AIOKafkaProducer(bootstrap_servers=kafka, linger_ms=5)
+    producer = AIOKafkaProducer(bootstrap_servers=kafka, linger_ms=5, **client_security())
     await producer.start()
     stopping = asyncio.Event()
     relay = asyncio.create_task(_relay(dsn, producer, stopping))

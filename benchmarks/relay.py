@@ -23,6 +23,7 @@ from google.protobuf.wrappers_pb2 import StringValue
 from sqlalchemy import MetaData, exists, select
 
 from servicekit import db, envelope, kafka
+from servicekit.kafka_access import client_security
 from servicekit.outbox import Outbox
 from servicekit.relay import OutboxRelay
 from servicekit.schema import PENDING, EventingTables, add_eventing_tables
@@ -46,6 +47,7 @@ class Receiver:
             auto_offset_reset="latest",
             group_id=f"bench-{uuid.uuid4().hex[:6]}",
             enable_auto_commit=False,
+            **client_security(),
         )
         self._task: asyncio.Task[None] | None = None
 
@@ -200,7 +202,7 @@ async def main() -> None:
     await create_tables(engine, metadata)
     sessions = db.make_session_factory(engine)
     prefix = f"bench{uuid.uuid4().hex[:6]}."
-    admin = AIOKafkaAdminClient(bootstrap_servers=infra.kafka_bootstrap)
+    admin = AIOKafkaAdminClient(bootstrap_servers=infra.kafka_bootstrap, **client_security())
     await admin.start()
     names = [f"{kind}{i}" for i in range(ROUNDS) for kind in ("burst", "bare")] + ["steady"]
     topics = {name: prefix + name for name in names}

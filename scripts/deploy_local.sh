@@ -220,6 +220,13 @@ secrets() {
     LOCK_PROVIDER_API_KEY ACCESS_SPACE_DEVICES
   secret liftfit-notify NOTIFY_DATABASE_URL NOTIFY_IDEMPOTENCY_SECRET
   secret liftfit-gateway GATEWAY_DATABASE_URL
+  # Each process's broker password, where Strimzi's user operator would keep it: in a Secret
+  # named after the KafkaUser, under `password`.
+  for service in "${PROCESSES[@]}"; do
+    kubectl -n "$NAMESPACE" create secret generic "$service" \
+      "--from-literal=password=$(value "${service^^}_KAFKA_PASSWORD")" --dry-run=client -o yaml |
+      kubectl apply -f - >/dev/null
+  done
 }
 
 apply() {

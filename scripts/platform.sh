@@ -200,7 +200,14 @@ launch() {
     mapfile -t args < <(program_args "$name")
     nohup "$module" "${args[@]}" </dev/null >>"$log_dir/$name.log" 2>&1 &
   else
-    nohup "$py" -m "$module" </dev/null >>"$log_dir/$name.log" 2>&1 &
+    local user="" password=""
+    case "$name" in
+      # Each service and the gateway is its own principal at the broker; a sandbox is none.
+      booking | payment | access | notify | gateway)
+        user="$name" password="$(printenv "${name^^}_KAFKA_PASSWORD" || true)" ;;
+    esac
+    KAFKA_USERNAME="$user" KAFKA_PASSWORD="$password" \
+      nohup "$py" -m "$module" </dev/null >>"$log_dir/$name.log" 2>&1 &
   fi
 }
 

@@ -20,6 +20,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka import errors as kafka_errors
 from aiokafka.errors import KafkaError
 
+from servicekit.kafka_access import client_security
 from servicekit.metrics.counters import PRODUCER_REPLACEMENTS
 from servicekit.outage import OutageLog, short_error
 from servicekit.supervision import pause
@@ -79,6 +80,7 @@ def make_producer(bootstrap: str, client_id: str) -> AIOKafkaProducer:
         linger_ms=5,
         max_batch_size=256 * 1024,
         request_timeout_ms=15000,
+        **client_security(),
     )
 
 
@@ -96,6 +98,7 @@ def make_consumer(bootstrap: str, group_id: str, topics: list[str]) -> AIOKafkaC
         # partitions to the restarted one within 6 s instead of 10.
         session_timeout_ms=6000,
         heartbeat_interval_ms=2000,
+        **client_security(),
     )
 
 

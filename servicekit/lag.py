@@ -28,6 +28,7 @@ from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
 from aiokafka.errors import KafkaError
 
 from servicekit import config
+from servicekit.kafka_access import client_security
 
 DEADLINE_S = 5.0
 
@@ -96,6 +97,7 @@ class ConsumerLag:
             bootstrap_servers=self._settings.kafka_bootstrap,
             client_id=self._settings.client_id,
             request_timeout_ms=timeout_ms,
+            **client_security(),
         )
         try:
             await admin.start()
@@ -168,6 +170,7 @@ async def _end_offsets(
         enable_auto_commit=False,
         isolation_level="read_committed",
         request_timeout_ms=timeout_ms,
+        **client_security(),
     )
     try:
         await consumer.start()

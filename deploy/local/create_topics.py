@@ -3,8 +3,9 @@
 Usage: python deploy/local/create_topics.py [TOPICS_FILE]
 
 The bootstrap address comes from the environment variable KAFKA_BOOTSTRAP
-(default 127.0.0.1:19092). Topics that already exist are left alone (their
-partition count is never changed); a TopicAlreadyExists answer from a concurrent
+(default 127.0.0.1:19092), the principal from KAFKA_USERNAME and KAFKA_PASSWORD (the
+broker's administrator, as deploy/local/infra.sh runs it). Topics that already exist are left
+alone (their partition count is never changed); a TopicAlreadyExists answer from a concurrent
 creator is ignored. The script returns once every listed topic has a leader for
 each of its partitions and the group coordinator answers, so producers and
 consumer groups can use the broker straight away.
@@ -21,6 +22,9 @@ from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError, for_code
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from servicekit.kafka_access import client_security
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:19092"
 DEFAULT_TOPICS_FILE = Path(__file__).resolve().parent / "topics.txt"
@@ -48,7 +52,9 @@ def parse_topics(path: Path) -> dict[str, int]:
 async def _connect(bootstrap: str) -> AIOKafkaAdminClient:
     deadline = time.monotonic() + CONNECT_DEADLINE_S
     while True:
-        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=30000)
+        admin = AIOKafkaAdminClient(
+            bootstrap_servers=bootstrap, request_timeout_ms=30000, **client_security()
+        )
         try:
             await admin.start()
             return admin

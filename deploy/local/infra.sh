@@ -50,6 +50,9 @@ PG_RUNTIME_PASSWORD=liftfit_app
 PG_DATABASES=(booking payment access notify gateway)
 
 KAFKA_PORT="${KAFKA_PORT:-19092}"
+# The local broker's administrator (a super user), for topics, users and ACLs; never a service.
+KAFKA_ADMIN_USER=admin
+KAFKA_ADMIN_PASSWORD="${KAFKA_ADMIN_PASSWORD:-liftfit-local-kafka-admin}"
 KAFKA_CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-19093}"
 KAFKA_HOME="$LOCAL/kafka"
 KAFKA_LIBS="$KAFKA_HOME/libs"
@@ -339,12 +342,30 @@ ensure_kafka_libs() {
 kafka_java() { java -cp "$KAFKA_LIBS/*" "$@"; }
 
 # Arguments for --override; also written into the effective config file.
+# Every client authenticates (SASL/SCRAM-SHA-512 on the client listener) and is authorised by
+# KRaft's StandardAuthorizer from the ACLs deploy/local/kafka_access.py creates; only the
+# administrator is a super user. The controller listener authenticates too (PLAIN, one static
+# user: SCRAM credentials live in the metadata the controller serves, so it cannot use them).
 kafka_overrides() {
+  local scram="org.apache.kafka.common.security.scram.ScramLoginModule required"
+  local plain="org.apache.kafka.common.security.plain.PlainLoginModule required"
   printf '%s\n' \
     "log.dirs=$KAFKA_DATA" \
-    "listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT" \
-    "advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT" \
-    "controller.quorum.voters=1@127.0.0.1:$KAFKA_CONTROLLER_PORT"
+    "listeners=CLIENT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT" \
+    "advertised.listeners=CLIENT://127.0.0.1:$KAFKA_PORT" \
+    "controller.quorum.voters=1@127.0.0.1:$KAFKA_CONTROLLER_PORT" \
+    "listener.security.protocol.map=CONTROLLER:SASL_PLAINTEXT,CLIENT:SASL_PLAINTEXT" \
+    "inter.broker.listener.name=CLIENT" \
+    "sasl.enabled.mechanisms=SCRAM-SHA-512" \
+    "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512" \
+    "sasl.mechanism.controller.protocol=PLAIN" \
+    "listener.name.client.sasl.enabled.mechanisms=SCRAM-SHA-512" \
+    "listener.name.client.scram-sha-512.sasl.jaas.config=$scram username=\"$KAFKA_ADMIN_USER\" password=\"$KAFKA_ADMIN_PASSWORD\";" \
+    "listener.name.controller.sasl.enabled.mechanisms=PLAIN" \
+    "listener.name.controller.plain.sasl.jaas.config=$plain username=\"$KAFKA_ADMIN_USER\" password=\"$KAFKA_ADMIN_PASSWORD\" user_$KAFKA_ADMIN_USER=\"$KAFKA_ADMIN_PASSWORD\";" \
+    "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer" \
+    "super.users=User:$KAFKA_ADMIN_USER" \
+    "allow.everyone.if.no.acl.found=false"
 }
 
 kafka_write_config() {
@@ -359,6 +380,13 @@ kafka_write_config() {
 
 kafka_format() {
   mkdir -p "$KAFKA_DATA"
+  # Storage formatted before the broker authenticated has no administrator's credential, and
+  # only a super user can add one: the local broker starts again from empty storage.
+  if [[ -f "$KAFKA_DATA/meta.properties" && ! -f "$KAFKA_HOME/scram.formatted" ]]; then
+    log "Kafka storage in $KAFKA_DATA predates authentication: formatting it again (local data only)"
+    rm -rf "$KAFKA_DATA" "$KAFKA_CLUSTER_ID_FILE"
+    mkdir -p "$KAFKA_DATA"
+  fi
   if [[ -f "$KAFKA_DATA/meta.properties" ]]; then
     if [[ ! -s "$KAFKA_CLUSTER_ID_FILE" ]]; then
       sed -n 's/^cluster\.id=//p' "$KAFKA_DATA/meta.properties" >"$KAFKA_CLUSTER_ID_FILE"
@@ -372,8 +400,10 @@ kafka_format() {
   fi
   log "formatting Kafka storage in $KAFKA_DATA (cluster id $(cat "$KAFKA_CLUSTER_ID_FILE"))"
   kafka_java -Dlog4j.configuration="file:$KAFKA_LOG4J" -Dkafka.logs.dir="$LOG_DIR" \
-    kafka.tools.StorageTool format -t "$(cat "$KAFKA_CLUSTER_ID_FILE")" -c "$KAFKA_CONFIG" --ignore-formatted >&2 ||
+    kafka.tools.StorageTool format -t "$(cat "$KAFKA_CLUSTER_ID_FILE")" -c "$KAFKA_CONFIG" --ignore-formatted \
+    --add-scram "SCRAM-SHA-512=[name=$KAFKA_ADMIN_USER,password=$KAFKA_ADMIN_PASSWORD]" >&2 ||
     die "kafka.tools.StorageTool format failed"
+  touch "$KAFKA_HOME/scram.formatted"
 }
 
 kafka_pid() {
@@ -386,28 +416,23 @@ kafka_pid() {
   return 1
 }
 
-# Ask the broker for cluster metadata (Metadata v1, no topics); succeed if it lists a broker.
+# Ask the broker for cluster metadata as its administrator (SASL/SCRAM); succeed if it lists a
+# broker. kafka-python, not aiokafka: one blocking call in a short-lived interpreter.
 kafka_metadata_ok() {
-  python3 - "$KAFKA_PORT" <<'PY' 2>/dev/null
-import socket, struct, sys
-port = int(sys.argv[1])
-client = b"liftfit-infra"
-body = struct.pack(">hhih", 3, 1, 7, len(client)) + client + struct.pack(">i", 0)
-with socket.create_connection(("127.0.0.1", port), timeout=3) as s:
-    s.settimeout(3)
-    s.sendall(struct.pack(">i", len(body)) + body)
-    def read(n):
-        buf = b""
-        while len(buf) < n:
-            chunk = s.recv(n - len(buf))
-            if not chunk:
-                raise EOFError
-            buf += chunk
-        return buf
-    (size,) = struct.unpack(">i", read(4))
-    data = read(size)
-corr, brokers = struct.unpack(">ii", data[:8])
-sys.exit(0 if corr == 7 and brokers >= 1 else 1)
+  local py
+  py="$(kafka_python)" || return 1
+  KAFKA_ADMIN_PASSWORD="$KAFKA_ADMIN_PASSWORD" "$py" - "$KAFKA_PORT" "$KAFKA_ADMIN_USER" <<'PY' 2>/dev/null
+import os, sys
+from kafka import KafkaAdminClient
+admin = KafkaAdminClient(
+    bootstrap_servers=f"127.0.0.1:{sys.argv[1]}", security_protocol="SASL_PLAINTEXT",
+    sasl_mechanism="SCRAM-SHA-512", sasl_plain_username=sys.argv[2],
+    sasl_plain_password=os.environ["KAFKA_ADMIN_PASSWORD"], request_timeout_ms=3000,
+)
+try:
+    sys.exit(0 if admin.describe_cluster()["brokers"] else 1)
+finally:
+    admin.close()
 PY
 }
 
@@ -513,8 +538,16 @@ kafka_topics() {
   local py
   py="$(kafka_python)" ||
     die "no Python with aiokafka to create topics: run 'make install' first (creates .venv), or set INFRA_PYTHON"
-  KAFKA_BOOTSTRAP="127.0.0.1:$KAFKA_PORT" "$py" "$SCRIPT_DIR/create_topics.py" "$TOPICS_FILE" >&2 ||
-    die "topic creation failed"
+  KAFKA_BOOTSTRAP="127.0.0.1:$KAFKA_PORT" KAFKA_USERNAME="$KAFKA_ADMIN_USER" KAFKA_PASSWORD="$KAFKA_ADMIN_PASSWORD" \
+    "$py" "$SCRIPT_DIR/create_topics.py" "$TOPICS_FILE" >&2 || die "topic creation failed"
+}
+
+# The principals of deploy/boundary.yaml and their ACLs, passwords from platform.env.
+kafka_access() {
+  local py
+  py="$(kafka_python)" || die "no Python with kafka-python: run 'make install' first"
+  KAFKA_BOOTSTRAP="127.0.0.1:$KAFKA_PORT" KAFKA_ADMIN_PASSWORD="$KAFKA_ADMIN_PASSWORD" TOPIC_PREFIX= \
+    "$py" "$SCRIPT_DIR/kafka_access.py" >&2 || die "the broker's users and ACLs were not created"
 }
 
 kafka_up() {
@@ -525,6 +558,7 @@ kafka_up() {
   kafka_format
   kafka_start
   kafka_topics
+  kafka_access
 }
 
 ############################################################################## Services
@@ -604,6 +638,9 @@ cmd_env() {
     echo "export ${upper}_DATABASE_URL=postgresql+psycopg://$runtime/$db"
   done
   echo "export KAFKA_BOOTSTRAP=127.0.0.1:$KAFKA_PORT"
+  # The broker's administrator, for tools and tests; the services have principals of their own.
+  echo "export KAFKA_USERNAME=$KAFKA_ADMIN_USER"
+  echo "export KAFKA_PASSWORD=$KAFKA_ADMIN_PASSWORD"
 }
 
 cmd_psql() {

@@ -11,6 +11,7 @@ from liftfit.booking.v1 import events_pb2 as ev
 from liftfit.payment.v1 import events_pb2 as pay
 
 from servicekit import envelope
+from servicekit.kafka_access import client_security
 from tests.booking.harness import BookingHarness, eventually, new_id
 
 M = TypeVar("M", bound=Message)
@@ -25,6 +26,7 @@ async def test_a_card_checkout_asks_the_payment_service_for_a_payment_on_the_top
         booking.app.settings.topic("booking.events"),
         bootstrap_servers=booking.app.settings.kafka_bootstrap,
         auto_offset_reset="earliest",
+        **client_security(),
     )
     await consumer.start()
     try:

@@ -23,6 +23,7 @@ from sqlalchemy import select
 
 from servicekit import grpc_server
 from servicekit.errors import reason_of
+from servicekit.kafka_access import client_security
 from services.booking.adapters import orm as booking_orm
 from tests.access.harness import DEVICE
 from tests.e2e.conftest import Platform
@@ -102,6 +103,7 @@ async def _records_of(platform: Platform) -> list[bytes]:
         bootstrap_servers=platform.booking.settings.kafka_bootstrap,
         auto_offset_reset="earliest",
         enable_auto_commit=False,
+        **client_security(),
     )
     await consumer.start()
     try:

@@ -20,6 +20,7 @@ from aiokafka import AIOKafkaProducer
 from sqlalchemy import select
 
 from servicekit import kafka
+from servicekit.kafka_access import client_security
 from servicekit.relay import OutboxRelay
 from servicekit.retry import RetryPolicy
 from tests.foundation.conftest import Pair
@@ -37,7 +38,12 @@ class Producers:
         self.made: list[AIOKafkaProducer] = []
 
     def __call__(self) -> AIOKafkaProducer:
-        config = {"enable_idempotence": True, "acks": "all", "bootstrap_servers": self._bootstrap}
+        config = {
+            "enable_idempotence": True,
+            "acks": "all",
+            "bootstrap_servers": self._bootstrap,
+            **client_security(),
+        }
         producer = (
             GappedProducer(self._topic, **config)
             if not self.made

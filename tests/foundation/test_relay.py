@@ -15,6 +15,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from sqlalchemy import select, text
 
 from servicekit.kafka import ProducerLink
+from servicekit.kafka_access import client_security
 from servicekit.outbox import Outbox
 from servicekit.relay import OutboxRelay
 from servicekit.retry import RetryPolicy
@@ -36,6 +37,7 @@ async def _read_records(bootstrap: str, topic: str, expected: int) -> list[Any]:
         auto_offset_reset="earliest",
         group_id=f"reader-{uuid.uuid4().hex[:6]}",
         enable_auto_commit=False,
+        **client_security(),
     )
     await consumer.start()
     found: list[Any] = []
@@ -189,7 +191,9 @@ class _LeaderMovingProducer(AIOKafkaProducer):  # type: ignore[misc]
 
 async def test_leader_moves_and_request_timeouts_spend_no_attempt_of_a_row(pair: Pair) -> None:
     [event_id] = await append_events(pair.producer, pair.topic, ["through a leader election"])
-    producer = _LeaderMovingProducer(failures=6, bootstrap_servers=pair.bootstrap)
+    producer = _LeaderMovingProducer(
+        failures=6, bootstrap_servers=pair.bootstrap, **client_security()
+    )
     await producer.start()
     relay = OutboxRelay(
         pair.producer.sessions,

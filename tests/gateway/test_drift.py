@@ -26,9 +26,10 @@ from aiokafka.errors import KafkaError
 from liftfit.payment.v1 import events_pb2 as pay
 
 from servicekit import envelope
+from servicekit.kafka_access import client_security
 from tests.gateway.api import OPS, Api, Org, new_key
 from tests.gateway.test_journey import _pay
-from tests.support.infrastructure import Infrastructure
+from tests.support.infrastructure import Infrastructure, as_principal
 from tests.support.platform import Platform, started_platform
 from tests.support.topics import PLATFORM_TOPICS
 from tests.support.waiting import eventually
@@ -78,6 +79,7 @@ async def skip_past(platform: Platform, service: str, topic: str) -> None:
         bootstrap_servers=platform.env["KAFKA_BOOTSTRAP"],
         group_id=f"{prefix}{service}",
         enable_auto_commit=False,
+        **client_security(),
     )
     await consumer.start()
     try:
@@ -243,7 +245,11 @@ async def _published_as_payment(
     """Written on payment's topic as its relay writes (an envelope under the booking's key)."""
     event_id = uuid.uuid4()
     wrapped = envelope.wrap(event, booking_id, "payment", {}, event_id)
-    producer = AIOKafkaProducer(bootstrap_servers=platform.env["KAFKA_BOOTSTRAP"])
+    # Written with payment's own credentials: the broker lets payment write its topic, so
+    # only booking's checks stand between this event and a confirmed booking.
+    producer = AIOKafkaProducer(
+        bootstrap_servers=platform.env["KAFKA_BOOTSTRAP"], **as_principal("payment")
+    )
     await producer.start()
     try:
         await producer.send_and_wait(

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
+from servicekit.kafka_access import client_security
 from servicekit.lag import BrokerUnreachable, ConsumerLag, GroupLag, LagSettings, PartitionLag
 from tests.support.sandboxes import silent_listener
 from tests.support.waiting import eventually
@@ -24,7 +25,7 @@ NewTopics = Callable[[dict[str, int]], Awaitable[str]]
 
 
 async def _produce(bootstrap: str, topic: str) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", **client_security())
     await producer.start()
     try:
         for partition, count in RECORDS_PER_PARTITION.items():
@@ -35,7 +36,7 @@ async def _produce(bootstrap: str, topic: str) -> None:
 
 
 async def _commit(bootstrap: str, group: str, offsets: dict[TopicPartition, int]) -> None:
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group)
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group, **client_security())
     await consumer.start()
     try:
         consumer.assign(list(offsets))
@@ -49,7 +50,11 @@ async def _member_that_commits_nothing(
     bootstrap: str, group: str, topic: str
 ) -> AsyncIterator[None]:
     consumer = AIOKafkaConsumer(
-        topic, bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        enable_auto_commit=False,
+        **client_security(),
     )
     await consumer.start()
     try:

@@ -21,6 +21,7 @@ from sqlalchemy import Table, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from servicekit import envelope, grpc_server
+from servicekit.kafka_access import client_security
 from services.access.adapters import orm as access_orm
 from services.booking.adapters import orm as booking_orm
 from services.notify.adapters import orm as notify_orm
@@ -185,7 +186,9 @@ async def test_bad_records_are_parked_once_and_the_valid_events_around_them_appl
 ) -> None:
     """With tracing on (span_exporter), so that aiokafka's instrumentation reads every
     record's headers before the inbox does."""
-    producer = AIOKafkaProducer(bootstrap_servers=platform.booking.settings.kafka_bootstrap)
+    producer = AIOKafkaProducer(
+        bootstrap_servers=platform.booking.settings.kafka_bootstrap, **client_security()
+    )
     await producer.start()
     try:
         sent: list[Sent] = []

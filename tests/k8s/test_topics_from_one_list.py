@@ -12,6 +12,7 @@ from types import ModuleType
 
 import yaml
 
+from servicekit.boundary import principals
 from tests.k8s.apiserver import REPO
 
 GENERATOR = REPO / "deploy/k8s/tools/kafka_objects.py"
@@ -80,11 +81,11 @@ def test_a_topic_missing_from_the_list_or_from_the_code_is_named() -> None:
     ]
 
 
-def test_each_services_kafka_user_grants_the_topics_its_code_names() -> None:
-    grants = _generator().GRANTS
+def test_each_services_grants_in_the_table_are_the_topics_its_code_names() -> None:
+    table = principals()
     for service in SERVICES:
         used = topics_in_code(REPO / "services" / service)
-        granted = set(grants[service].produces) | set(grants[service].consumes)
+        granted = set(table[service].kafka.writes) | set(table[service].kafka.reads)
         assert used == granted, service
 
 
@@ -97,7 +98,7 @@ def test_the_kafka_topics_and_users_are_generated_from_the_current_list() -> Non
     topics = {doc["spec"]["topicName"] for doc in shipped if doc["kind"] == "KafkaTopic"}
     users = {doc["metadata"]["name"] for doc in shipped if doc["kind"] == "KafkaUser"}
     assert topics == _listed() - set(_generator().TEST_ONLY)
-    assert users == {*SERVICES, "gateway"}
+    assert users == {*SERVICES, "gateway", "lag-reader"}
     for doc in shipped:
         if doc["kind"] == "KafkaUser":
             named = {acl["resource"].get("name") for acl in doc["spec"]["authorization"]["acls"]}

@@ -17,6 +17,7 @@ from liftfit.access.v1 import access_pb2, access_pb2_grpc
 from liftfit.notify.v1 import notify_pb2_grpc
 
 from servicekit import grpc_server
+from servicekit.kafka_access import client_security
 from services.notify.adapters.mail_lookup import MailLookup
 from services.notify.bootstrap import bootstrap
 from services.notify.settings import Settings
@@ -93,7 +94,7 @@ async def make_notify(
         app = bootstrap(dataclasses.replace(settings, **overrides), mail_lookup=lookup)
         sandbox = httpx.AsyncClient(base_url=mail_sandbox.url, timeout=10)
         (await sandbox.post("/_sandbox/reset")).raise_for_status()
-        producer = AIOKafkaProducer(bootstrap_servers=kafka_bootstrap)
+        producer = AIOKafkaProducer(bootstrap_servers=kafka_bootstrap, **client_security())
         await producer.start()
         if start:
             await app.start()

@@ -11,6 +11,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from liftfit.notify.v1 import notify_pb2 as npb
 from sqlalchemy import text
 
+from servicekit.kafka_access import client_security
 from services.notify.adapters import orm
 from tests.notify.harness import TOPICS, NotifyHarness, a_booking, activated, confirmed, new_id
 from tests.support.waiting import eventually
@@ -28,7 +29,9 @@ async def _database_text(notify: NotifyHarness) -> str:
 
 async def _kafka_text(notify: NotifyHarness, bootstrap: str) -> bytes:
     """Every record on every topic of the test, from the beginning to the end."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, **client_security()
+    )
     await consumer.start()
     seen = []
     try:

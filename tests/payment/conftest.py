@@ -19,6 +19,7 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from servicekit import grpc_server, kafka
+from servicekit.kafka_access import client_security
 from services.payment.bootstrap import bootstrap
 from services.payment.settings import Settings
 from tests.payment.harness import API_KEY, SECRETS, Harness, PaymentEvents
@@ -100,7 +101,7 @@ async def _connect(app: Any, prefix: str, bootstrap_servers: str, gateway_url: s
     (await gateway.post("/_sandbox/reset")).raise_for_status()
     config = {"notify_url": entry.url}
     (await gateway.post("/_sandbox/config", json=config)).raise_for_status()
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap_servers)
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap_servers, **client_security())
     await producer.start()
     consumer = kafka.make_consumer(
         bootstrap_servers, f"{prefix}observer", [f"{prefix}payment.events"]

@@ -19,6 +19,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from servicekit import kafka
+from servicekit.kafka_access import client_security
 from tests.support.waiting import eventually
 
 GAP = 3  # sequence numbers the broker never saw
@@ -65,7 +66,11 @@ class GappedFirstProducer:
             return self._real(bootstrap, client_id)
         producer = (
             GappedProducer(
-                self._topic, bootstrap_servers=bootstrap, enable_idempotence=True, acks="all"
+                self._topic,
+                bootstrap_servers=bootstrap,
+                enable_idempotence=True,
+                acks="all",
+                **client_security(),
             )
             if not self.made
             else self._real(bootstrap, client_id)

@@ -34,6 +34,8 @@ from urllib.parse import quote, urlsplit, urlunsplit
 import psycopg
 from psycopg import conninfo, errors, sql
 
+from servicekit.kafka_access import client_security, password_setting
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 INFRA_SCRIPT = REPO_ROOT / "deploy" / "local" / "infra.sh"
 CREATE_TOPICS_SCRIPT = REPO_ROOT / "deploy" / "local" / "create_topics.py"
@@ -64,12 +66,33 @@ _cached: Infrastructure | None = None
 _containers: list[Any] = []  # keeps testcontainers alive for the whole process
 
 
+# The local broker's administrator (deploy/local/infra.sh): the tests' own Kafka clients and
+# the services they run in-process authenticate as it; a platform the tests start runs each
+# service as its own principal (tests/support/platform.py).
+KAFKA_ADMIN_USER = "admin"
+KAFKA_ADMIN_PASSWORD = os.environ.get("KAFKA_ADMIN_PASSWORD", "liftfit-local-kafka-admin")
+
+
+def as_principal(principal: str) -> dict[str, Any]:
+    """Kafka client options for one of the platform's principals, with the password the
+    local run gives it (deploy/local/platform.env): to act as that service would."""
+    wanted = password_setting(principal) + "="
+    settings = (Path(__file__).resolve().parents[2] / "deploy/local/platform.env").read_text()
+    for line in settings.splitlines():
+        if line.startswith(wanted):
+            env = {"KAFKA_USERNAME": principal, "KAFKA_PASSWORD": line.split("=", 1)[1]}
+            return client_security(env)
+    raise AssertionError(f"{wanted} is not in deploy/local/platform.env")
+
+
 def ensure_infrastructure() -> Infrastructure:
     """Return reachable PostgreSQL and Kafka endpoints, starting them if needed."""
     global _cached
     with _lock:
         if _cached is None:
             _cached = _resolve()
+            os.environ.setdefault("KAFKA_USERNAME", KAFKA_ADMIN_USER)
+            os.environ.setdefault("KAFKA_PASSWORD", KAFKA_ADMIN_PASSWORD)
         return _cached
 
 

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import sys
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -20,7 +21,12 @@ from typing import Any
 
 import psycopg
 
-from tests.support.infrastructure import Infrastructure, create_database, drop_database
+from tests.support.infrastructure import (
+    KAFKA_ADMIN_PASSWORD,
+    Infrastructure,
+    create_database,
+    drop_database,
+)
 from tests.support.sandboxes import free_port
 from tests.support.topics import PLATFORM_TOPICS, create_topics, delete_topics
 
@@ -140,6 +146,28 @@ async def _run_script(env: dict[str, str], state: Path) -> str:
     return output
 
 
+async def grant_kafka_access(infra: Infrastructure, prefix: str) -> None:
+    """Each service's ACLs for this platform's prefixed topics and groups, as `make up`'s
+    broker has them for its own (deploy/local/kafka_access.py)."""
+    env = {
+        **os.environ,
+        "KAFKA_BOOTSTRAP": infra.kafka_bootstrap,
+        "KAFKA_ADMIN_PASSWORD": KAFKA_ADMIN_PASSWORD,
+    }
+    script = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "deploy/local/kafka_access.py",
+        "--prefix",
+        prefix,
+        cwd=REPO,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await asyncio.wait_for(script.communicate(), 120)
+    assert script.returncode == 0, out.decode(errors="replace")
+
+
 def kill_what_it_started(state: Path) -> None:
     for pid_file in (state / "run").glob("*.pid"):
         pid = int(pid_file.read_text().strip() or 0)
@@ -154,6 +182,7 @@ async def started_platform(
 ) -> AsyncIterator[Platform]:
     names = {part: f"up_{part}_{uuid.uuid4().hex[:8]}" for part in PARTS}
     prefix = await create_topics(infra.kafka_bootstrap, PLATFORM_TOPICS)
+    await grant_kafka_access(infra, prefix)
     env = _environment(infra, names, prefix, state) | (overrides or {})
     try:
         output = await _run_script(env, state)

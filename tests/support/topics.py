@@ -9,6 +9,8 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.structs import RecordMetadata
 
+from servicekit.kafka_access import client_security
+
 # Every topic the four services read or write, for a test that runs them all.
 PLATFORM_TOPICS = {
     "booking.events": 3,
@@ -24,7 +26,7 @@ PLATFORM_TOPICS = {
 async def create_topics(bootstrap: str, partitions_by_topic: dict[str, int]) -> str:
     """Creates the topics under a new prefix; returns the prefix."""
     prefix = f"t{uuid.uuid4().hex[:8]}."
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **client_security())
     await admin.start()
     try:
         await admin.create_topics(
@@ -40,7 +42,7 @@ async def delete_topics(bootstrap: str, prefix: str, names: list[str]) -> None:
     """Deletes a test's topics, so the broker stays small: a broker holding every topic the
     suite ever made restarts slowly (a minute with 12,000 partitions), and the fault tests
     restart it."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **client_security())
     await admin.start()
     try:
         await admin.delete_topics([prefix + name for name in names])

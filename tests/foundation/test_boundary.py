@@ -1,0 +1,54 @@
+"""The table of who may do what (deploy/boundary.yaml) as servicekit.boundary reads it: the
+rules the broker gets, and a table that cannot be meant refused by name."""
+
+from __future__ import annotations
+
+import pytest
+
+from servicekit.boundary import BoundaryError, KafkaRule, principals
+
+
+def test_a_service_may_write_its_topic_read_its_inputs_in_its_group_and_park_dead_letters() -> None:
+    booking = principals()["booking"]
+    assert booking.kafka_rules("t1.") == [
+        KafkaRule("topic", "t1.booking.events", ("Write", "Describe")),
+        KafkaRule("cluster", "kafka-cluster", ("IdempotentWrite",)),
+        KafkaRule("topic", "t1.payment.events", ("Read", "Describe")),
+        KafkaRule("topic", "t1.payment.events.dlq", ("Write", "Describe")),
+        KafkaRule("topic", "t1.access.events", ("Read", "Describe")),
+        KafkaRule("topic", "t1.access.events.dlq", ("Write", "Describe")),
+        KafkaRule("group", "t1.booking", ("Read", "Describe")),
+    ]
+
+
+def test_the_lag_reader_describes_and_does_nothing_more() -> None:
+    rules = principals()["lag-reader"].kafka_rules()
+    assert {rule.operations for rule in rules} == {("Describe",)}
+
+
+def test_no_principal_but_the_writer_may_write_a_services_topic() -> None:
+    writers = {
+        principal.name
+        for principal in principals().values()
+        for rule in principal.kafka_rules()
+        if rule.name == "payment.events" and "Write" in rule.operations
+    }
+    assert writers == {"payment"}
+
+
+def test_notify_may_call_only_access_disclose_pin() -> None:
+    assert principals()["notify"].grpc == {"access": ("DisclosePin",)}
+
+
+@pytest.mark.parametrize(
+    ("table", "named"),
+    [
+        ("principals: {x: {kafka: {reads: [a]}}}", "x.kafka: reads topics but names no group"),
+        ("principals: {x: {kafak: {}}}", "x: unknown keys ['kafak']"),
+        ("principals: {x: {kafka: {writes: [a], owns: [b]}}}", "x.kafka: unknown keys ['owns']"),
+        ("principals: [x]", "principals: expected a mapping"),
+    ],
+)
+def test_a_table_that_cannot_be_meant_is_refused_by_name(table: str, named: str) -> None:
+    with pytest.raises(BoundaryError, match=named.replace("[", r"\[").replace("]", r"\]")):
+        principals(table)
