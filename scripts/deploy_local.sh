@@ -275,7 +275,7 @@ replace_pod() {
 platform_not_running() {
   local name
   for name in "${PROCESSES[@]}"; do
-    pid_alive "$(tr -dc 0-9 <".local/run/$name.pid" 2>/dev/null)" &&
+    [[ -f ".local/run/$name.pid" ]] && pid_alive "$(tr -dc 0-9 <".local/run/$name.pid")" &&
       fail "make up's $name runs (.local/run/$name.pid): make down first"
   done
   return 0
