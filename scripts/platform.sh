@@ -245,11 +245,15 @@ start() {
 # Schemas come from each service's migrations, applied as the database's owner; the
 # services themselves run as a role that cannot create tables.
 migrate() {
-  "$py" -m servicekit.migrate upgrade booking --url "$BOOKING_MIGRATION_DATABASE_URL"
-  "$py" -m servicekit.migrate upgrade payment --url "$PAYMENT_MIGRATION_DATABASE_URL"
-  "$py" -m servicekit.migrate upgrade access --url "$ACCESS_MIGRATION_DATABASE_URL"
-  "$py" -m servicekit.migrate upgrade notify --url "$NOTIFY_MIGRATION_DATABASE_URL"
-  "$py" -m servicekit.migrate upgrade gateway --url "$GATEWAY_MIGRATION_DATABASE_URL"
+  local service upper runtime_url runtime_role
+  for service in booking payment access notify gateway; do
+    upper="${service^^}"
+    runtime_url="$(printenv "${upper}_DATABASE_URL")"
+    # The role the service connects as is the one its migrations grant rows to.
+    runtime_role="${runtime_url#*://}" runtime_role="${runtime_role%%:*}"
+    "$py" -m servicekit.migrate upgrade "$service" \
+      --url "$(printenv "${upper}_MIGRATION_DATABASE_URL")" --runtime-role "$runtime_role"
+  done
   echo "schemas: booking, payment, access, notify and gateway at their head revisions"
 }
 

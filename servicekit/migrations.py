@@ -73,7 +73,8 @@ def revision(service: str, url: str, message: str) -> None:
 
 
 def grant_runtime_role(url: str, role: str) -> None:
-    """Rows, not tables: the runtime role may read and write but not create or drop."""
+    """Rows, not tables: the runtime role may read and write but not create or drop, and
+    may only add to the audit log."""
     if not _ROLE.fullmatch(role):
         raise ValueError(f"not a role name: {role!r}")
     engine = create_engine(_sync_url(url), poolclass=pool.NullPool)
@@ -86,6 +87,9 @@ def grant_runtime_role(url: str, role: str) -> None:
                 # PUBLIC may call functions by default; a database set up without that
                 # default must still let the service call its own (card_checkout).
                 f"GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO {role}",
+                # The audit log is append-only for the service: what an operator decided
+                # stays as it was written.
+                f"REVOKE UPDATE, DELETE, TRUNCATE ON TABLE audit_log FROM {role}",
             ):
                 connection.execute(text(statement))
     finally:

@@ -263,11 +263,66 @@ END
 SQL
   local db
   for db in "${PG_DATABASES[@]}"; do
+    pg_service_roles "$db"
     if [[ "$(pg_psql_admin -tA -c "SELECT 1 FROM pg_database WHERE datname = '$db'")" != 1 ]]; then
       log "creating database $db"
-      pg_psql_admin -c "CREATE DATABASE \"$db\" OWNER $PG_USER"
+      pg_psql_admin -c "CREATE DATABASE \"$db\" OWNER liftfit_${db}_owner"
     fi
+    pg_confine "$db"
   done
+}
+
+# A role per service (deploy/boundary.yaml): liftfit_<db> runs the service (rows only, granted
+# by the migrations), liftfit_<db>_owner owns the database and runs its migrations; neither
+# is a superuser. Passwords are the role names: for this machine only.
+pg_service_roles() {
+  local db="$1" role
+  for role in "liftfit_$db" "liftfit_${db}_owner"; do
+    pg_psql_admin -q <<SQL
+DO \$\$
+BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '$role') THEN
+    CREATE ROLE $role LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD '$role';
+  END IF;
+END
+\$\$;
+SQL
+  done
+}
+
+# Only the database's own roles may connect to it. A database made before the roles existed
+# (owned by the administrator) is handed to its owner role, with everything in it.
+pg_confine() {
+  local db="$1" owner="liftfit_${1}_owner"
+  if [[ "$(pg_psql_admin -tA -c "SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = '$db'")" != "$owner" ]]; then
+    log "handing database $db to $owner"
+    # Object by object: REASSIGN OWNED would also hand over every other database the
+    # administrator owns (the tests' own).
+    pg_psql_admin -q -d "$db" <<SQL
+DO \$\$
+DECLARE item record;
+BEGIN
+  FOR item IN SELECT format('ALTER TABLE public.%I OWNER TO $owner', tablename) AS sql
+      FROM pg_tables WHERE schemaname = 'public' AND tableowner = '$PG_USER'
+    UNION ALL SELECT format('ALTER SEQUENCE public.%I OWNER TO $owner', sequencename)
+      FROM pg_sequences WHERE schemaname = 'public' AND sequenceowner = '$PG_USER'
+    UNION ALL SELECT format('ALTER FUNCTION public.%I(%s) OWNER TO $owner', p.proname,
+        pg_get_function_identity_arguments(p.oid))
+      FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+      WHERE n.nspname = 'public' AND pg_get_userbyid(p.proowner) = '$PG_USER'
+    UNION ALL SELECT format('ALTER TYPE public.%I OWNER TO $owner', t.typname)
+      FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+      WHERE n.nspname = 'public' AND t.typtype = 'e' AND pg_get_userbyid(t.typowner) = '$PG_USER'
+  LOOP
+    EXECUTE item.sql;
+  END LOOP;
+END
+\$\$;
+SQL
+    pg_psql_admin -q -c "ALTER DATABASE \"$db\" OWNER TO $owner"
+  fi
+  pg_psql_admin -q -c "REVOKE CONNECT, TEMPORARY ON DATABASE \"$db\" FROM PUBLIC" \
+    -c "GRANT CONNECT ON DATABASE \"$db\" TO liftfit_$db, $owner"
 }
 
 # Start the initialised cluster (if it is not running) and wait until it accepts connections.
