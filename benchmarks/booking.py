@@ -43,12 +43,12 @@ from liftfit.booking.v1.booking_pb2_grpc import BookingServiceStub
 
 from benchmarks import cpu as bench_cpu
 from servicekit.envelope import varint
-from servicekit.grpc_server import channel
 from servicekit.protobuf import timestamp
 from servicekit.runtime import run_event_loop, settle_garbage_collector
 from servicekit.tracing import configure_tracing
 from services.booking.bootstrap import bootstrap
 from services.booking.settings import Settings
+from tests.support import tls
 from tests.support.infrastructure import (
     REPO_ROOT,
     MigratedTemplates,
@@ -73,6 +73,16 @@ SECONDS = int(os.environ.get("BENCH_SECONDS", "10"))  # pgbench's run
 PGBENCH = os.environ.get("PGBENCH", "/usr/lib/postgresql/15/bin/pgbench")
 GHZ = Path(os.environ.get("GHZ", REPO_ROOT / ".local" / "bin" / "ghz"))
 CHECKOUT = "liftfit.booking.v1.BookingService.Checkout"
+
+
+def ghz_credentials(principal: str = "gateway") -> list[str]:
+    """ghz's mutual TLS as `principal` (the gateway: the one that may check out for a user)."""
+    folder = Path(tls.folder(principal))
+    return [
+        f"--cacert={folder / 'ca.crt'}",
+        f"--cert={folder / 'tls.crt'}",
+        f"--key={folder / 'tls.key'}",
+    ]
 
 
 @dataclass(frozen=True)
@@ -105,7 +115,7 @@ async def _ghz(
             data_file.write(varint(len(body)) + body)
     command = [
         str(GHZ),
-        "--insecure",
+        *ghz_credentials(),
         f"--proto={REPO_ROOT / 'protos' / 'liftfit' / 'booking' / 'v1' / 'booking.proto'}",
         f"--import-paths={REPO_ROOT / 'protos'}",
         f"--call={CHECKOUT}",
@@ -173,6 +183,7 @@ def _replica_environment(settings: Settings) -> dict[str, str]:
         "BOOKING_DATABASE_URL": settings.database_url,
         "KAFKA_BOOTSTRAP": settings.kafka_bootstrap,
         "BOOKING_GRPC_ADDRESS": settings.grpc_address,
+        "BOOKING_TLS_DIR": settings.tls_dir,
         "TOPIC_PREFIX": settings.topic_prefix,
         "BOOKING_IDEMPOTENCY_SECRET": settings.idempotency_secret.decode(),
         "BOOKING_HOLD_SECONDS": str(settings.hold_seconds),
@@ -226,6 +237,7 @@ async def _measure_on(database_url: str, kafka: str, prefix: str) -> CheckoutFig
         database_url=database_url.replace("postgresql://", "postgresql+psycopg://", 1),
         kafka_bootstrap=kafka,
         grpc_address=f"127.0.0.1:{free_port()}",  # shared by the replicas
+        tls_dir=tls.folder("booking"),
         topic_prefix=prefix,
         idempotency_secret=uuid.uuid4().hex.encode(),
         hold_seconds=900,
@@ -240,7 +252,7 @@ async def _measure_with(settings: Settings, replicas: list[int]) -> CheckoutFigu
     app = bootstrap(settings)
     await app.start()
     settle_garbage_collector()  # as the service's process does once started
-    grpc_channel = channel(app.grpc_target)
+    grpc_channel = tls.channel(app.grpc_target)
     try:
         slots = await _create_slots(BookingServiceStub(grpc_channel), CHECKOUTS + 1)
         org = str(uuid.uuid4())

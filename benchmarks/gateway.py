@@ -38,6 +38,7 @@ from typing import Any
 
 import httpx
 
+from benchmarks.booking import ghz_credentials
 from tests.support.infrastructure import REPO_ROOT, Infrastructure, ensure_infrastructure
 from tests.support.platform import Platform, started_platform
 from tests.support.sandboxes import free_port
@@ -175,7 +176,7 @@ async def ghz(
         json.dump(data, data_file)
     command = [
         str(GHZ),
-        "--insecure",
+        *ghz_credentials(),
         f"--proto={PROTO}",
         f"--import-paths={REPO_ROOT / 'protos'}",
         f"--call={BOOKING}.{method}",

@@ -35,7 +35,7 @@ def bootstrap(settings: Settings, identity: Authenticator) -> FastAPI:
     # Every group's lag, read from the broker: seen even while a consumer's process is stopped.
     gauges = SampledGauges([lag_probe(lag)])
     parts = Parts(
-        services=Services(settings.service_addresses, settings.deadline_s),
+        services=Services(settings.service_addresses, settings.tls_dir, settings.deadline_s),
         directory=Directory(make_session_factory(engine)),
         identity=identity,
         lag=lag,

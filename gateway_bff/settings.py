@@ -2,11 +2,12 @@
 
 GATEWAY_ADDRESS (host:port it serves), GATEWAY_DATABASE_URL (its own database: organisations,
 members, operators), the services' gRPC addresses under the names the services themselves
-read (BOOKING_GRPC_ADDRESS, ...), GATEWAY_DEADLINE_MS (how long one call to a service may
-take), GATEWAY_OPERATORS (users given the operator role at start, `ops` in the local run),
-Kafka's address and topic prefix for the consumer lag it reports, and GATEWAY_TRACES_URL
-(Jaeger's query API, which the operators' console reads traces from; empty: no traces), and
-how long a saga step may take before drift names its absence:
+read (BOOKING_GRPC_ADDRESS, ...), GATEWAY_TLS_DIR (the gateway's certificate folder, whose
+principal the services let speak for users: servicekit.mtls), GATEWAY_DEADLINE_MS (how long
+one call to a service may take), GATEWAY_OPERATORS (users given the operator role at start,
+`ops` in the local run), Kafka's address and topic prefix for the consumer lag it reports,
+and GATEWAY_TRACES_URL (Jaeger's query API, which the operators' console reads traces from;
+empty: no traces), and how long a saga step may take before drift names its absence:
 GATEWAY_DRIFT_ACCESS_AFTER_SECONDS (a confirmed booking without a grant, 300),
 GATEWAY_DRIFT_PAYMENT_OPEN_AFTER_SECONDS (an ended booking's payment still open, 300),
 GATEWAY_DRIFT_UNPAID_AFTER_SECONDS (a confirmed booking whose payment is not paid, 300) and
@@ -32,6 +33,7 @@ class Settings:
     database_url: str
     service_addresses: dict[str, str]
     kafka_bootstrap: str
+    tls_dir: str  # the gateway's certificate for the services (servicekit.mtls)
     topic_prefix: str = ""
     deadline_s: float = 3.0
     operators: tuple[str, ...] = ()
@@ -49,6 +51,7 @@ class Settings:
                 name: config.required(f"{name.upper()}_GRPC_ADDRESS") for name in SERVICES
             },
             kafka_bootstrap=config.required("KAFKA_BOOTSTRAP"),
+            tls_dir=config.required("GATEWAY_TLS_DIR"),
             topic_prefix=config.optional("TOPIC_PREFIX", ""),
             deadline_s=config.integer("GATEWAY_DEADLINE_MS", 3000, minimum=50) / 1000,
             operators=tuple(u.strip() for u in operators.split(",") if u.strip()),

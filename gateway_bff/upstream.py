@@ -35,9 +35,9 @@ USER_METADATA = "x-liftfit-user"
 class Upstream:
     """One service: its channel, its deadline, and calls that end in a reply or a Problem."""
 
-    def __init__(self, name: str, target: str, deadline_s: float) -> None:
+    def __init__(self, name: str, target: str, tls_dir: str, deadline_s: float) -> None:
         self.name = name
-        self.channel = grpc_server.channel(target, grpc_server.PROMPT_RECONNECT)
+        self.channel = grpc_server.channel(target, tls_dir, grpc_server.PROMPT_RECONNECT)
         self.deadline_s = deadline_s
 
     async def read(
@@ -89,9 +89,9 @@ def _worth_again(error: grpc.aio.AioRpcError) -> bool:
 class Services:
     """The four services and their stubs."""
 
-    def __init__(self, addresses: dict[str, str], deadline_s: float) -> None:
+    def __init__(self, addresses: dict[str, str], tls_dir: str, deadline_s: float) -> None:
         self.upstreams = {
-            name: Upstream(name, target, deadline_s) for name, target in addresses.items()
+            name: Upstream(name, target, tls_dir, deadline_s) for name, target in addresses.items()
         }
         self.booking = booking_pb2_grpc.BookingServiceStub(self.upstreams["booking"].channel)
         self.payment = payment_pb2_grpc.PaymentServiceStub(self.upstreams["payment"].channel)

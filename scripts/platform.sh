@@ -30,6 +30,17 @@ export GATEWAY_TRACES_URL="${GATEWAY_TRACES_URL:-http://127.0.0.1:${JAEGER_QUERY
 export MAIL_LOOKUP_URL="${MAIL_LOOKUP_URL-http://127.0.0.1:${MAIL_SANDBOX_HTTP_PORT}/v1/lookup}"
 py="$root/.venv/bin/python"
 READY_TIMEOUT_S=60
+# Mutual TLS between the parts (servicekit.mtls): a local authority and a key pair per
+# principal under .local/tls (servicekit.certificates), each process pointed at its own.
+tls_root="${LIFTFIT_TLS_ROOT:-$root/.local/tls}"
+tls_principals=(booking payment access notify gateway operator-tools)
+for principal in booking payment access notify gateway; do
+  var="${principal^^}_TLS_DIR"
+  [[ -v "$var" ]] || export "$var=$tls_root/$principal"
+done
+# This script's own health checks call as the operators' tools.
+export PROBE_TLS_DIR="${PROBE_TLS_DIR:-$tls_root/operator-tools}"
+issue_certificates() { "$py" -m servicekit.certificates "$tls_root" "${tls_principals[@]}"; }
 prometheus_bin="$(command -v prometheus || echo /usr/bin/prometheus)"
 
 # name, module (or a program's absolute path, see launch), readiness probe. Jaeger comes
@@ -123,7 +134,18 @@ def grpc_check():
         ("grpc.min_reconnect_backoff_ms", 100),
         ("grpc.max_reconnect_backoff_ms", 250),
     ]
-    channel = grpc.insecure_channel(probe.removeprefix("grpc://"), options=options)
+    import os
+    from pathlib import Path
+
+    folder = Path(os.environ["PROBE_TLS_DIR"])
+    credentials = grpc.ssl_channel_credentials(
+        *(
+            (folder / name).read_bytes()
+            for name in ("ca.crt", "tls.key", "tls.crt")
+        )
+    )
+    target = probe.removeprefix("grpc://")
+    channel = grpc.secure_channel(target, credentials, options=options)
     stub = health_pb2_grpc.HealthStub(channel)
 
     def check() -> bool:
@@ -272,6 +294,7 @@ demo_data() {
 case "${1:-up}" in
   up)
     compile_bytecode
+    issue_certificates
     migrate
     write_prometheus_config
     for entry in "${processes[@]}"; do IFS='|' read -r name module probe <<<"$entry"; start "$name" "$module" "$probe"; done

@@ -13,6 +13,7 @@ import yaml
 
 TABLE = Path(__file__).resolve().parents[1] / "deploy/boundary.yaml"
 DEAD_LETTER_SUFFIX = ".dlq"
+HEALTH = "Health"  # grpc.health.v1.Health: open to every principal with a certificate
 
 
 class BoundaryError(ValueError):
@@ -42,6 +43,18 @@ class Principal:
     kafka: KafkaGrants = KafkaGrants()
     grpc: dict[str, tuple[str, ...]] = field(default_factory=dict)
     databases: tuple[str, ...] = ()
+    speaks_for_users: bool = False
+
+    def may_call(self, server: str, method: str) -> bool:
+        """Whether the table lets this principal call `method` ("/liftfit.ops.v1.
+        OperationsService/ListOutbox") on `server` (a service's name: "booking")."""
+        service, name = short_method(method)
+        if service == HEALTH:
+            return True
+        return any(
+            allowed in ("*", f"{service}/*", f"{service}/{name}")
+            for allowed in self.grpc.get(server, ())
+        )
 
     def kafka_rules(self, prefix: str = "") -> list[KafkaRule]:
         """What the broker allows this principal; `prefix` is a run's TOPIC_PREFIX."""
@@ -73,8 +86,15 @@ def principals(text: str | None = None) -> dict[str, Principal]:
     }
 
 
+def short_method(method: str) -> tuple[str, str]:
+    """("OperationsService", "ListOutbox") of "/liftfit.ops.v1.OperationsService/ListOutbox"."""
+    _, _, qualified = method.rpartition("/")[0].rpartition("/")
+    service = qualified.rpartition(".")[2]
+    return service, method.rpartition("/")[2]
+
+
 def _principal(name: str, entry: dict[str, Any]) -> Principal:
-    unknown = set(entry) - {"kafka", "grpc", "database", "databases"}
+    unknown = set(entry) - {"kafka", "grpc", "database", "databases", "speaks_for_users"}
     if unknown:
         raise BoundaryError(f"{name}: unknown keys {sorted(unknown)}")
     databases = tuple(entry.get("databases", ())) + (
@@ -84,8 +104,16 @@ def _principal(name: str, entry: dict[str, Any]) -> Principal:
         service: tuple(methods)
         for service, methods in _mapping(entry.get("grpc", {}), f"{name}.grpc").items()
     }
+    for service, methods in grpc.items():
+        for method in methods:
+            if method != "*" and method.count("/") != 1:
+                raise BoundaryError(f"{name}.grpc.{service}: {method!r} is not Service/Method")
     return Principal(
-        name, _kafka(name, _mapping(entry.get("kafka", {}), f"{name}.kafka")), grpc, databases
+        name,
+        _kafka(name, _mapping(entry.get("kafka", {}), f"{name}.kafka")),
+        grpc,
+        databases,
+        speaks_for_users=entry.get("speaks_for_users") is True,
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import wraps
 from typing import ParamSpec, TypedDict, TypeVar
 
@@ -51,6 +52,18 @@ def integer(name: str, default: int | None = None, minimum: int = 0) -> int:
     return value
 
 
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a service serves gRPC, as whom, and where the kubelet may ask its health."""
+
+    service: str  # its name in the boundary table: "booking"
+    address: str  # host:port, mutual TLS
+    tls_dir: str  # its certificate folder (servicekit.mtls)
+    # host:port of a plaintext server that answers only health checks, for probes that
+    # cannot present a certificate (the kubelet's); empty: none.
+    health_address: str = ""
+
+
 class ServiceBasics(TypedDict):
     """The settings every service has, named after the service (`BOOKING_DATABASE_URL`)."""
 
@@ -60,6 +73,8 @@ class ServiceBasics(TypedDict):
     topic_prefix: str
     idempotency_secret: bytes
     metrics_address: str
+    tls_dir: str
+    health_address: str
 
 
 def service_basics(service: str, grpc_port: int) -> ServiceBasics:
@@ -72,6 +87,11 @@ def service_basics(service: str, grpc_port: int) -> ServiceBasics:
         idempotency_secret=hashing_secret(f"{prefix}_IDEMPOTENCY_SECRET"),
         # Where /metrics is served (host:port); unset, the service serves none.
         metrics_address=optional(f"{prefix}_METRICS_ADDRESS", ""),
+        # Its key pair and the authorities it trusts (servicekit.mtls): no default, a
+        # service never serves without mutual TLS.
+        tls_dir=required(f"{prefix}_TLS_DIR"),
+        # A plaintext port answering health checks only, for the kubelet; unset: none.
+        health_address=optional(f"{prefix}_HEALTH_ADDRESS", ""),
     )
 
 

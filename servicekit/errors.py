@@ -25,7 +25,8 @@ MAX_MESSAGE = 300
 # The reasons the server interceptor gives of its own, beside a service's refusals: every
 # service's proto declares them too.
 UNAVAILABLE, CONFLICT, INTERNAL = "unavailable", "conflict", "internal"
-INTERCEPTOR_REASONS = (UNAVAILABLE, CONFLICT, INTERNAL)
+CALLER_NOT_ALLOWED = "caller_not_allowed"  # servicekit.callers
+INTERCEPTOR_REASONS = (UNAVAILABLE, CONFLICT, INTERNAL, CALLER_NOT_ALLOWED)
 _DETAILS_KEY = "grpc-status-details-bin"  # where gRPC carries a rich status
 
 # The kinds of refusal and the one status code each travels as, in every service.

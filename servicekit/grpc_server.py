@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -24,6 +25,8 @@ from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 from servicekit import logs, tracing
+from servicekit.callers import Callers
+from servicekit.config import Endpoint
 from servicekit.errors import (
     CONFLICT,
     INTERNAL,
@@ -37,9 +40,17 @@ from servicekit.faults import Fault, classify
 from servicekit.grpc_spans import ServerSpans
 from servicekit.grpc_wrapping import Behaviour, Layers, UnaryWrapper
 from servicekit.metrics.grpc_requests import RequestMetrics
+from servicekit.mtls import Identity, RotatingChannel, server_credentials
 from servicekit.refusals import Refusal
 
-__all__ = ["abort_with_reason", "channel", "reason_of", "start_server"]
+__all__ = [
+    "Endpoint",
+    "RotatingChannel",
+    "abort_with_reason",
+    "channel",
+    "reason_of",
+    "start_server",
+]
 log = logging.getLogger(__name__)
 Registration = Callable[[grpc.aio.Server], None]
 MAX_DETAIL = 300
@@ -117,9 +128,12 @@ async def _answer_unexpected(
 class Health:
     """The server's health as the supervisor reports it: all services together."""
 
-    def __init__(self, servicer: Any, service_names: Sequence[str]) -> None:
+    def __init__(
+        self, servicer: Any, service_names: Sequence[str], probes: grpc.aio.Server | None = None
+    ) -> None:
         self._servicer = servicer
         self._names = ("", *service_names)
+        self.probes = probes  # the plaintext health-only server, stopped with the service
 
     async def serving(self, healthy: bool) -> None:
         status = (
@@ -132,7 +146,7 @@ class Health:
 
 
 async def start_server(
-    address: str,
+    endpoint: Endpoint,
     registrations: Sequence[Registration],
     service_names: Sequence[str],
     error_domain: str = "liftfit",
@@ -140,24 +154,39 @@ async def start_server(
 ) -> tuple[grpc.aio.Server, int, Health]:
     """Starts a server with health and reflection; returns it, the bound port and its health.
 
-    Refusals are answered with their rich status in `error_domain` (servicekit.errors), or
-    in the domain `error_domains` names for their gRPC service.
+    Every call is authorised by the caller's certificate (servicekit.callers). Refusals are
+    answered with their rich status in `error_domain` (servicekit.errors), or in the domain
+    `error_domains` names for their gRPC service.
     """
     guard = GuardedServerInterceptor(error_domain, error_domains)
+    callers = Callers(endpoint.service, error_domain, error_domains)
     # The metrics outermost, so they count the status the guard answered with; then the
-    # server span, so the guard runs inside it.
-    server = grpc.aio.server(interceptors=[Layers(RequestMetrics(), ServerSpans(), guard)])
+    # server span, so the guard runs inside it; a refused caller is counted and traced.
+    layers = Layers(RequestMetrics(), ServerSpans(), callers, guard)
+    server = grpc.aio.server(interceptors=[layers])
     for register in registrations:
         register(server)
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = [*service_names, health.SERVICE_NAME, reflection.SERVICE_NAME]
     reflection.enable_server_reflection(names, server)
-    port = server.add_insecure_port(address)
+    credentials = server_credentials(Identity(Path(endpoint.tls_dir)))
+    port = server.add_secure_port(endpoint.address, credentials)
     await server.start()
-    server_health = Health(health_servicer, service_names)
+    probes = await _start_probe_server(endpoint.health_address, health_servicer)
+    server_health = Health(health_servicer, service_names, probes)
     await server_health.serving(True)
     return server, port, server_health
+
+
+async def _start_probe_server(address: str, servicer: Any) -> grpc.aio.Server | None:
+    if not address:
+        return None
+    probes = grpc.aio.server()
+    health_pb2_grpc.add_HealthServicer_to_server(servicer, probes)
+    probes.add_insecure_port(address)
+    await probes.start()
+    return probes
 
 
 # A caller that answers people reconnects soon after a service comes back: gRPC's own
@@ -169,10 +198,17 @@ PROMPT_RECONNECT: Sequence[tuple[str, int]] = (
 )
 
 
-def channel(target: str, options: Sequence[tuple[str, int]] = ()) -> grpc.aio.Channel:
-    return grpc.aio.insecure_channel(
-        target, options=list(options), interceptors=tracing.client_interceptors()
-    )
+def channel(
+    target: str, tls_dir: str | Path, options: Sequence[tuple[str, int]] = ()
+) -> RotatingChannel:
+    """A channel to a service, as the principal whose certificate folder is `tls_dir`."""
+
+    def make(credentials: grpc.ChannelCredentials) -> grpc.aio.Channel:
+        return grpc.aio.secure_channel(
+            target, credentials, options=list(options), interceptors=tracing.client_interceptors()
+        )
+
+    return RotatingChannel(Identity(Path(tls_dir)), make)
 
 
 async def abort_with_reason(

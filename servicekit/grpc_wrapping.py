@@ -26,8 +26,10 @@ class UnaryWrapper(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
         details: grpc.HandlerCallDetails,
     ) -> Any:
         handler = await continuation(details)
-        if handler is None or handler.unary_unary is None:
-            return handler
+        if handler is None:
+            return None
+        if handler.unary_unary is None:
+            return self.wrap_streams(details.method, handler)
         built = self._wrapped.get(details.method)
         if built is None or built[0] is not handler:
             wrapped = grpc.unary_unary_rpc_method_handler(
@@ -41,6 +43,11 @@ class UnaryWrapper(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
     def wrap(self, method: str, inner: Behaviour) -> Behaviour:
         """The method's behaviour around `inner`, the next one's."""
         raise NotImplementedError
+
+    def wrap_streams(self, method: str, handler: Any) -> Any:
+        """A streaming method's handler (health's Watch, reflection): as it is, unless a
+        layer must see those calls too (servicekit.callers). Made at every call."""
+        return handler
 
 
 class Layers(UnaryWrapper):
@@ -58,3 +65,8 @@ class Layers(UnaryWrapper):
         for layer in reversed(self._layers):
             inner = layer.wrap(method, inner)
         return inner
+
+    def wrap_streams(self, method: str, handler: Any) -> Any:
+        for layer in reversed(self._layers):
+            handler = layer.wrap_streams(method, handler)
+        return handler

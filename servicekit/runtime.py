@@ -28,7 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from servicekit import driver_pool
 from servicekit.config import refuse_to_start_on_bad_settings
-from servicekit.grpc_server import Health, Registration, start_server
+from servicekit.grpc_server import Endpoint, Health, Registration, start_server
 from servicekit.kafka import ProducerLink
 from servicekit.logs import configure_logging
 from servicekit.metrics.service import ServiceMetrics
@@ -49,7 +49,7 @@ class ProcessFailed(RuntimeError):
 class ServiceRuntime:
     name: str
     engine: AsyncEngine
-    grpc_address: str
+    endpoint: Endpoint
     registrations: Sequence[Registration]
     service_names: Sequence[str]
     producer: ProducerLink
@@ -71,7 +71,7 @@ class ServiceRuntime:
 
     async def start(self) -> None:
         self._server, self.grpc_port, self._health = await start_server(
-            self.grpc_address,
+            self.endpoint,
             self.registrations,
             self.service_names,
             self.error_domain,
@@ -92,6 +92,8 @@ class ServiceRuntime:
             await self._health.serving(False)
         if self._server is not None:
             await self._server.stop(grace=2)
+        if self._health is not None and self._health.probes is not None:
+            await self._health.probes.stop(grace=None)
         if self._supervisor is not None:
             await self._supervisor.stop()
         if self.metrics is not None:

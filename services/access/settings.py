@@ -24,6 +24,9 @@ _DEVICE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
 _ALIAS_PREFIX = re.compile(r"[a-z][a-z0-9]{0,15}")
 
 
+SERVICE = "access"  # its name in the boundary table (deploy/boundary.yaml)
+
+
 @dataclass(frozen=True)
 class Settings:
     database_url: str
@@ -31,6 +34,7 @@ class Settings:
     grpc_address: str
     topic_prefix: str
     idempotency_secret: bytes
+    tls_dir: str  # its certificate folder (servicekit.mtls)
     lock_provider_url: str
     lock_provider_api_key: str
     default_device: str
@@ -46,6 +50,11 @@ class Settings:
     reseal_every_s: int = 600
     alias_prefix: str = "liftfit"
     metrics_address: str = ""  # host:port of /metrics; empty: none served
+    health_address: str = ""  # host:port of plaintext health checks only; empty: none
+
+    @property
+    def endpoint(self) -> config.Endpoint:
+        return config.Endpoint(SERVICE, self.grpc_address, self.tls_dir, self.health_address)
 
     @classmethod
     def from_env(cls) -> Settings:

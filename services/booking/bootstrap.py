@@ -81,7 +81,7 @@ def bootstrap(settings: Settings) -> BookingApp:
     runtime = ServiceRuntime(
         name=SERVICE,
         engine=engine,
-        grpc_address=settings.grpc_address,
+        endpoint=settings.endpoint,
         registrations=[registration(BookingServicer(uows)), operators.registration],
         service_names=[SERVICE_NAME, operators.service_name],
         producer=parts.producer,

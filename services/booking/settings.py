@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from servicekit import config
 
+SERVICE = "booking"  # its name in the boundary table (deploy/boundary.yaml)
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -14,12 +16,18 @@ class Settings:
     grpc_address: str
     topic_prefix: str
     idempotency_secret: bytes
+    tls_dir: str  # its certificate folder (servicekit.mtls)
     hold_seconds: int
     terms_version: str
     db_pool_size: int = 16
     # How long a card booking may hold its slot with no payment before drift names it.
     drift_no_payment_after_s: int = 120
     metrics_address: str = ""  # host:port of /metrics; empty: none served
+    health_address: str = ""  # host:port of plaintext health checks only; empty: none
+
+    @property
+    def endpoint(self) -> config.Endpoint:
+        return config.Endpoint(SERVICE, self.grpc_address, self.tls_dir, self.health_address)
 
     @classmethod
     def from_env(cls) -> Settings:

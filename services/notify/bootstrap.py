@@ -72,7 +72,8 @@ def bootstrap(
         or SmtpMailServer(
             settings.smtp_host, settings.smtp_port, settings.mail_from, settings.smtp_timeout_s
         ),
-        pins or GrpcAccessPins(settings.access_address, settings.access_timeout_s),
+        pins
+        or GrpcAccessPins(settings.access_address, settings.tls_dir, settings.access_timeout_s),
         MailTemplates(),
         job_policy(settings, has_lookup=bool(mail_lookup or settings.mail_lookup_url)),
         mail_lookup or _http_lookup(settings),
@@ -108,7 +109,7 @@ def bootstrap(
     runtime = ServiceRuntime(
         name=SERVICE,
         engine=engine,
-        grpc_address=settings.grpc_address,
+        endpoint=settings.endpoint,
         registrations=[registration(NotifyServicer(uows)), operators.registration],
         service_names=[SERVICE_NAME, operators.service_name],
         producer=parts.producer,

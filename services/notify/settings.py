@@ -24,6 +24,9 @@ from servicekit.config import SettingError
 _HOST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,252})")
 
 
+SERVICE = "notify"  # its name in the boundary table (deploy/boundary.yaml)
+
+
 @dataclass(frozen=True)
 class Settings:
     database_url: str
@@ -31,6 +34,7 @@ class Settings:
     grpc_address: str
     topic_prefix: str
     idempotency_secret: bytes
+    tls_dir: str  # its certificate folder (servicekit.mtls)
     smtp_host: str
     smtp_port: int
     mail_from: str
@@ -43,9 +47,14 @@ class Settings:
     send_retry_base_s: float = 1.0
     send_retry_max_s: float = 300.0
     metrics_address: str = ""  # host:port of /metrics; empty: none served
+    health_address: str = ""  # host:port of plaintext health checks only; empty: none
     mail_lookup_url: str = ""  # the provider's lookup by Message-ID; empty: none
     mail_lookup_timeout_s: float = 5.0
     lookup_max_tries: int = 20
+
+    @property
+    def endpoint(self) -> config.Endpoint:
+        return config.Endpoint(SERVICE, self.grpc_address, self.tls_dir, self.health_address)
 
     @classmethod
     def from_env(cls) -> Settings:

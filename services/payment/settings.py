@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from servicekit import config
 from servicekit.config import SettingError
 
+SERVICE = "payment"  # its name in the boundary table (deploy/boundary.yaml)
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -16,6 +18,7 @@ class Settings:
     card_gateway_api_key: str
     webhook_secrets: tuple[str, ...]
     idempotency_secret: bytes
+    tls_dir: str  # its certificate folder (servicekit.mtls)
     grpc_address: str = "127.0.0.1:50052"
     topic_prefix: str = ""
     return_url: str = ""
@@ -25,6 +28,11 @@ class Settings:
     gateway_retry_base_s: float = 0.5
     gateway_max_tries: int = 8
     metrics_address: str = ""  # host:port of /metrics; empty: none served
+    health_address: str = ""  # host:port of plaintext health checks only; empty: none
+
+    @property
+    def endpoint(self) -> config.Endpoint:
+        return config.Endpoint(SERVICE, self.grpc_address, self.tls_dir, self.health_address)
 
     @classmethod
     def from_env(cls) -> Settings:

@@ -17,6 +17,7 @@ import pytest
 from services.access.bootstrap import bootstrap
 from services.access.settings import Settings
 from tests.access.harness import API_KEY, DEVICE, DEVICES, AccessHarness
+from tests.support import tls
 from tests.support.sandboxes import running_lock_provider
 
 HarnessFactory = Callable[..., Awaitable[AccessHarness]]
@@ -40,6 +41,7 @@ def access_settings(
     database_url: str, kafka_bootstrap: str, lock_url: str, prefix: str
 ) -> Settings:
     return Settings(
+        tls_dir=tls.folder("access"),
         database_url=database_url,
         kafka_bootstrap=kafka_bootstrap,
         grpc_address="127.0.0.1:0",

@@ -13,9 +13,9 @@ from liftfit.access.v1 import access_pb2 as pb
 from liftfit.access.v1 import access_pb2_grpc
 from liftfit.access.v1 import events_pb2 as aev
 
-from servicekit import grpc_server
 from servicekit.errors import error_info
 from tests.access.harness import AccessHarness, new_id
+from tests.support import tls
 
 
 async def _refusal(call: object) -> tuple[grpc.StatusCode, str, dict[str, str]]:
@@ -34,7 +34,7 @@ async def test_the_pin_is_given_only_while_active_and_every_read_is_recorded(
 ) -> None:
     await access.app.start()
     try:
-        async with grpc_server.channel(f"127.0.0.1:{access.app.grpc_port}") as channel:
+        async with tls.channel(f"127.0.0.1:{access.app.grpc_port}") as channel:
             stub = access_pb2_grpc.AccessServiceStub(channel)
             booking = await access.confirm()
             org, booking_id = booking.org_id, booking.booking_id
@@ -106,7 +106,7 @@ async def test_hostile_fields_are_refused_naming_the_field(
 ) -> None:
     await access.app.start()
     try:
-        async with grpc_server.channel(f"127.0.0.1:{access.app.grpc_port}") as channel:
+        async with tls.channel(f"127.0.0.1:{access.app.grpc_port}") as channel:
             stub = access_pb2_grpc.AccessServiceStub(channel)
             request = request_of(new_id(), new_id())
             rpc: Callable[[Message], object] = {

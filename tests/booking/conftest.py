@@ -9,11 +9,11 @@ from dataclasses import replace
 import pytest
 from liftfit.booking.v1.booking_pb2_grpc import BookingServiceStub
 
-from servicekit.grpc_server import channel
 from servicekit.kafka import make_producer
 from services.booking.bootstrap import bootstrap
 from services.booking.settings import Settings
 from tests.booking.harness import TOPICS, BookingHarness
+from tests.support import tls
 
 StartBooking = Callable[..., Awaitable[BookingHarness]]
 
@@ -25,6 +25,7 @@ async def booking_settings(
     kafka_bootstrap: str,
 ) -> Settings:
     return Settings(
+        tls_dir=tls.folder("booking"),
         database_url=service_database("booking"),
         kafka_bootstrap=kafka_bootstrap,
         grpc_address="127.0.0.1:0",
@@ -43,7 +44,7 @@ async def start_booking(booking_settings: Settings) -> AsyncIterator[StartBookin
     async def start(**overrides: object) -> BookingHarness:
         app = bootstrap(replace(booking_settings, **overrides))  # type: ignore[arg-type]
         await app.start()
-        grpc_channel = channel(app.grpc_target)
+        grpc_channel = tls.channel(app.grpc_target)
         producer = make_producer(booking_settings.kafka_bootstrap, client_id="booking-tests")
         await producer.start()
         harness = BookingHarness(app, BookingServiceStub(grpc_channel), grpc_channel, producer)

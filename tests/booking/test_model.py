@@ -36,6 +36,7 @@ from services.booking.service_layer import handlers, operations
 from services.booking.service_layer.unit_of_work import UnitOfWork
 from services.booking.settings import Settings
 from tests.booking import model_checks as checks
+from tests.support import tls
 
 T = TypeVar("T")
 SLOTS = 4
@@ -305,6 +306,7 @@ def test_any_interleaving_of_commands_and_events_keeps_the_invariants(
     service_database: Callable[[str], str], kafka_bootstrap: str
 ) -> None:
     base = Settings(
+        tls_dir=tls.folder("booking"),
         database_url=service_database("booking"),
         kafka_bootstrap=kafka_bootstrap,
         grpc_address="127.0.0.1:0",

@@ -12,6 +12,7 @@ import pytest
 from gateway_bff.identity import DevAuthenticator
 from gateway_bff.main import bootstrap
 from gateway_bff.settings import SERVICES, Settings
+from tests.support import tls
 
 # (method, path, the statuses the contract names for it)
 CONTRACT = (
@@ -55,6 +56,7 @@ async def document() -> AsyncIterator[dict[str, Any]]:
         database_url="postgresql+psycopg://nobody:nothing@127.0.0.1:1/none",
         service_addresses={name: "127.0.0.1:1" for name in SERVICES},
         kafka_bootstrap="127.0.0.1:1",
+        tls_dir=tls.folder("gateway"),
     )
     yield bootstrap(settings, DevAuthenticator()).openapi()
 

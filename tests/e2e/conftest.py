@@ -22,6 +22,7 @@ from tests.access.conftest import access_settings, lock_provider_url  # noqa: F4
 from tests.notify.conftest import mail_sandbox, notify_settings  # noqa: F401
 from tests.payment.conftest import card_gateway_url, test_settings  # noqa: F401
 from tests.payment.harness import API_KEY
+from tests.support import tls
 from tests.support.notification_entry import NotificationEntry
 from tests.support.sandboxes import MailSandbox
 from tests.support.topics import PLATFORM_TOPICS
@@ -53,6 +54,7 @@ async def platform(
     prefix = await new_topics(TOPICS)
     booking = booking_bootstrap.bootstrap(
         BookingSettings(
+            tls_dir=tls.folder("booking"),
             database_url=service_database("booking"),
             kafka_bootstrap=kafka_bootstrap,
             grpc_address="127.0.0.1:0",

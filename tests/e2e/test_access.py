@@ -21,20 +21,20 @@ from liftfit.booking.v1 import booking_pb2 as bpb
 from liftfit.booking.v1 import booking_pb2_grpc
 from sqlalchemy import select
 
-from servicekit import grpc_server
 from servicekit.errors import reason_of
 from servicekit.kafka_access import client_security
 from services.booking.adapters import orm as booking_orm
 from tests.access.harness import DEVICE
 from tests.e2e.conftest import Platform
 from tests.e2e.test_walking_skeleton import _card_checkout, _pay
+from tests.support import tls
 from tests.support.waiting import eventually
 
 INSIDE = timedelta(minutes=1)
 
 
 async def _disclosed(platform: Platform, booking: bpb.Booking) -> apb.Access:
-    async with grpc_server.channel(f"127.0.0.1:{platform.access.grpc_port}") as channel:
+    async with tls.channel(f"127.0.0.1:{platform.access.grpc_port}") as channel:
         access = access_pb2_grpc.AccessServiceStub(channel)
         request = apb.DisclosePinRequest(
             org_id=booking.org_id,
@@ -63,7 +63,7 @@ async def _opens(platform: Platform, pin: str, at: datetime) -> bool:
 
 
 async def _slot_state(platform: Platform, booking: bpb.Booking) -> str:
-    async with grpc_server.channel(f"127.0.0.1:{platform.booking.grpc_port}") as channel:
+    async with tls.channel(f"127.0.0.1:{platform.booking.grpc_port}") as channel:
         stub = booking_pb2_grpc.BookingServiceStub(channel)
         found = await stub.ListSlots(bpb.ListSlotsRequest(space_id=booking.slot.space_id))
     return next(s.state for s in found.slots if s.slot_id == booking.slot.slot_id)
@@ -129,7 +129,7 @@ async def test_a_cancelled_disclosed_booking_keeps_its_slot_closed_until_the_cod
         # The lock takes its time to confirm the removal; the old code works meanwhile.
         await lock.post("/_sandbox/faults", json={"removing_delay_ms": 3000})
 
-    async with grpc_server.channel(f"127.0.0.1:{platform.booking.grpc_port}") as channel:
+    async with tls.channel(f"127.0.0.1:{platform.booking.grpc_port}") as channel:
         stub = booking_pb2_grpc.BookingServiceStub(channel)
         await stub.CancelBooking(
             bpb.CancelBookingRequest(

@@ -20,11 +20,11 @@ from liftfit.booking.v1 import booking_pb2_grpc
 from sqlalchemy import Table, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from servicekit import grpc_server
 from services.booking.adapters import orm as booking_orm
 from tests.e2e.conftest import Platform
 from tests.e2e.test_late_money import _payment_in
 from tests.e2e.test_walking_skeleton import _card_checkout
+from tests.support import tls
 from tests.support.infrastructure import start_postgres, stop_postgres
 from tests.support.waiting import eventually
 
@@ -83,7 +83,7 @@ async def _reached(moment: float) -> bool:
 
 
 async def _all_confirmed(platform: Platform, bookings: list[bpb.Booking]) -> bool:
-    async with grpc_server.channel(f"127.0.0.1:{platform.booking.grpc_port}") as channel:
+    async with tls.channel(f"127.0.0.1:{platform.booking.grpc_port}") as channel:
         stub = booking_pb2_grpc.BookingServiceStub(channel)
         try:
             for b in bookings:

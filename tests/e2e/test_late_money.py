@@ -13,13 +13,13 @@ from liftfit.booking.v1 import booking_pb2_grpc
 from liftfit.payment.v1 import payment_pb2 as ppb
 from liftfit.payment.v1 import payment_pb2_grpc
 
-from servicekit import grpc_server
 from tests.e2e.conftest import Platform
 from tests.e2e.test_walking_skeleton import _card_checkout
+from tests.support import tls
 
 
 async def _payment_in(platform: Platform, booking_id: str, states: set[str]) -> ppb.Payment:
-    async with grpc_server.channel(f"127.0.0.1:{platform.payment.grpc_port}") as channel:
+    async with tls.channel(f"127.0.0.1:{platform.payment.grpc_port}") as channel:
         payments = payment_pb2_grpc.PaymentServiceStub(channel)
         payment = ppb.Payment()
         for _ in range(300):
@@ -48,7 +48,7 @@ async def test_a_payment_settled_after_cancellation_is_refunded_and_never_resurr
         )
         paid = await browser.post(payment.checkout_url, data={"outcome": "succeed"})
         assert paid.status_code in (200, 303)
-    async with grpc_server.channel(f"127.0.0.1:{platform.booking.grpc_port}") as channel:
+    async with tls.channel(f"127.0.0.1:{platform.booking.grpc_port}") as channel:
         stub = booking_pb2_grpc.BookingServiceStub(channel)
         cancelled = await stub.CancelBooking(
             bpb.CancelBookingRequest(

@@ -29,8 +29,8 @@ from liftfit.booking.v1 import events_pb2 as bev
 from liftfit.payment.v1 import payment_pb2 as ppb
 from liftfit.payment.v1 import payment_pb2_grpc
 
-from servicekit import grpc_server
 from servicekit.errors import reason_of
+from tests.support import tls
 from tests.support.platform import Platform
 from tests.support.waiting import eventually
 
@@ -68,7 +68,7 @@ async def test_make_up_starts_every_part_and_a_booking_walks_it_to_its_pin_and_m
     email = f"walker-{uuid.uuid4().hex[:8]}@example.test"
     start = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
 
-    async with grpc_server.channel(platform.address("BOOKING_GRPC_ADDRESS")) as channel:
+    async with tls.channel(platform.address("BOOKING_GRPC_ADDRESS")) as channel:
         booking = booking_pb2_grpc.BookingServiceStub(channel)
         space = await booking.CreateSpace(bpb.CreateSpaceRequest(name="Walk", timezone="UTC"))
         new = bpb.NewSlot(
@@ -91,7 +91,7 @@ async def test_make_up_starts_every_part_and_a_booking_walks_it_to_its_pin_and_m
         )
         booked = (await booking.Checkout(checkout)).booking
 
-        async with grpc_server.channel(platform.address("PAYMENT_GRPC_ADDRESS")) as pay_channel:
+        async with tls.channel(platform.address("PAYMENT_GRPC_ADDRESS")) as pay_channel:
             payments = payment_pb2_grpc.PaymentServiceStub(pay_channel)
 
             async def at_gateway() -> str | None:
@@ -120,7 +120,7 @@ async def test_make_up_starts_every_part_and_a_booking_walks_it_to_its_pin_and_m
 
         await eventually(confirmed, 60)
 
-    async with grpc_server.channel(platform.address("ACCESS_GRPC_ADDRESS")) as channel:
+    async with tls.channel(platform.address("ACCESS_GRPC_ADDRESS")) as channel:
         access = access_pb2_grpc.AccessServiceStub(channel)
         read = apb.DisclosePinRequest(
             org_id=org, booking_id=booked.booking_id, user="walker", purpose="customer_view"

@@ -22,8 +22,8 @@ from liftfit.payment.v1 import payment_pb2_grpc
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from servicekit import grpc_server
 from tests.e2e.conftest import Platform
+from tests.support import tls
 from tests.support.waiting import eventually
 
 
@@ -34,7 +34,7 @@ def _at(moment: datetime) -> Timestamp:
 
 
 async def _card_checkout(platform: Platform, email: str = "", locale: str = "") -> bpb.Booking:
-    async with grpc_server.channel(f"127.0.0.1:{platform.booking.grpc_port}") as channel:
+    async with tls.channel(f"127.0.0.1:{platform.booking.grpc_port}") as channel:
         booking = booking_pb2_grpc.BookingServiceStub(channel)
         space = await booking.CreateSpace(bpb.CreateSpaceRequest(name="Karlin", timezone="UTC"))
         starts = datetime.now(UTC).replace(microsecond=0) + timedelta(days=2)
@@ -65,7 +65,7 @@ async def _card_checkout(platform: Platform, email: str = "", locale: str = "") 
 
 
 async def _payment_of(platform: Platform, booking_id: str) -> ppb.Payment:
-    async with grpc_server.channel(f"127.0.0.1:{platform.payment.grpc_port}") as channel:
+    async with tls.channel(f"127.0.0.1:{platform.payment.grpc_port}") as channel:
         payments = payment_pb2_grpc.PaymentServiceStub(channel)
         for _ in range(200):
             try:
@@ -80,7 +80,7 @@ async def _payment_of(platform: Platform, booking_id: str) -> ppb.Payment:
 
 
 async def _pay(platform: Platform, booking_id: str) -> None:
-    async with grpc_server.channel(f"127.0.0.1:{platform.payment.grpc_port}") as channel:
+    async with tls.channel(f"127.0.0.1:{platform.payment.grpc_port}") as channel:
         payments = payment_pb2_grpc.PaymentServiceStub(channel)
 
         async def at_gateway() -> str | None:
@@ -170,7 +170,7 @@ async def test_a_paid_checkout_ends_with_its_confirmation_and_access_mails_in_th
 
 
 async def _access_of(platform: Platform, booking: bpb.Booking) -> apb.Access:
-    async with grpc_server.channel(f"127.0.0.1:{platform.access.grpc_port}") as channel:
+    async with tls.channel(f"127.0.0.1:{platform.access.grpc_port}") as channel:
         request = apb.DisclosePinRequest(
             org_id=booking.org_id,
             booking_id=booking.booking_id,

@@ -25,6 +25,7 @@ from liftfit.booking.v1 import events_pb2 as bev
 from liftfit.payment.v1 import payment_pb2 as ppb
 from liftfit.payment.v1 import payment_pb2_grpc
 
+from tests.support import tls
 from tests.support.health import FAST_RECONNECT
 from tests.support.processes import ProcessPlatform, Sandbox
 
@@ -60,12 +61,8 @@ class Customers:
         return cls(f"127.0.0.1:{booking_port}", f"127.0.0.1:{payment_port}", sandbox.url)
 
     async def __aenter__(self) -> Customers:
-        self._booking_channel = grpc.aio.insecure_channel(
-            self.booking_target, options=FAST_RECONNECT
-        )
-        self._payment_channel = grpc.aio.insecure_channel(
-            self.payment_target, options=FAST_RECONNECT
-        )
+        self._booking_channel = tls.bare_channel(self.booking_target, options=FAST_RECONNECT)
+        self._payment_channel = tls.bare_channel(self.payment_target, options=FAST_RECONNECT)
         self.booking = booking_pb2_grpc.BookingServiceStub(self._booking_channel)
         self.payments = payment_pb2_grpc.PaymentServiceStub(self._payment_channel)
         self.sandbox = httpx.AsyncClient(base_url=self.sandbox_url, timeout=5)

@@ -37,7 +37,6 @@ from liftfit.access.v1 import access_pb2_grpc
 from liftfit.booking.v1 import booking_pb2 as bpb
 from sqlalchemy import select
 
-from servicekit import grpc_server
 from servicekit.errors import reason_of
 from servicekit.runtime import ServiceRuntime
 from servicekit.supervision import RestartPolicy
@@ -55,6 +54,7 @@ from tests.access.harness import DEVICE, DEVICES
 from tests.faults.conftest import TOPICS, point_sandbox_at
 from tests.faults.customers import Customers
 from tests.notify.conftest import notify_settings
+from tests.support import tls
 from tests.support.health import NOT_SERVING, SERVING, HealthWatch
 from tests.support.infrastructure import Infrastructure, MigratedTemplates, drop_database
 from tests.support.notification_entry import NotificationEntry
@@ -136,6 +136,7 @@ async def services(
     prefix = await create_topics(kafka_bootstrap, TOPICS)
     booking = booking_bootstrap.bootstrap(
         BookingSettings(
+            tls_dir=tls.folder("booking"),
             database_url=urls["booking"],
             kafka_bootstrap=kafka_bootstrap,
             grpc_address="127.0.0.1:0",
@@ -147,6 +148,7 @@ async def services(
     )
     payment = payment_bootstrap.bootstrap(
         PaymentSettings(
+            tls_dir=tls.folder("payment"),
             database_url=urls["payment"],
             kafka_bootstrap=kafka_bootstrap,
             card_gateway_url=sandbox.url,
@@ -245,7 +247,7 @@ async def _confirmed_with_its_pin_read(services: Services, shop: Customers) -> t
     booking = await shop.checkout(slot)
     payment = await eventually(lambda: shop.payment_at_gateway(booking.booking_id), 30)
     await shop.pay(payment.provider_payment_id)
-    async with grpc_server.channel(f"127.0.0.1:{services.access.grpc_port}") as channel:
+    async with tls.channel(f"127.0.0.1:{services.access.grpc_port}") as channel:
         access = access_pb2_grpc.AccessServiceStub(channel)
         request = apb.DisclosePinRequest(
             org_id=shop.org_id, booking_id=booking.booking_id, user="anna", purpose="customer_view"

@@ -37,7 +37,31 @@ def test_no_principal_but_the_writer_may_write_a_services_topic() -> None:
 
 
 def test_notify_may_call_only_access_disclose_pin() -> None:
-    assert principals()["notify"].grpc == {"access": ("DisclosePin",)}
+    assert principals()["notify"].grpc == {"access": ("AccessService/DisclosePin",)}
+
+
+@pytest.mark.parametrize(
+    ("principal", "server", "method", "allowed"),
+    [
+        ("notify", "access", "/liftfit.access.v1.AccessService/DisclosePin", True),
+        ("notify", "access", "/liftfit.access.v1.AccessService/CreateSpace", False),
+        ("notify", "access", "/liftfit.ops.v1.OperationsService/ReplayEffect", False),
+        ("notify", "booking", "/liftfit.booking.v1.BookingService/GetBooking", False),
+        ("booking", "access", "/liftfit.access.v1.AccessService/DisclosePin", False),
+        ("booking", "access", "/grpc.health.v1.Health/Check", True),
+        ("operator-tools", "payment", "/liftfit.ops.v1.OperationsService/ListOutbox", True),
+        ("operator-tools", "payment", "/liftfit.payment.v1.PaymentService/GetPayment", False),
+        ("gateway", "notify", "/liftfit.notify.v1.NotifyService/ListMessages", True),
+    ],
+)
+def test_the_table_names_who_may_call_which_method(
+    principal: str, server: str, method: str, allowed: bool
+) -> None:
+    assert principals()[principal].may_call(server, method) is allowed
+
+
+def test_only_the_gateway_may_speak_for_users() -> None:
+    assert [p.name for p in principals().values() if p.speaks_for_users] == ["gateway"]
 
 
 @pytest.mark.parametrize(
@@ -47,6 +71,7 @@ def test_notify_may_call_only_access_disclose_pin() -> None:
         ("principals: {x: {kafak: {}}}", "x: unknown keys ['kafak']"),
         ("principals: {x: {kafka: {writes: [a], owns: [b]}}}", "x.kafka: unknown keys ['owns']"),
         ("principals: [x]", "principals: expected a mapping"),
+        ("principals: {x: {grpc: {access: [DisclosePin]}}}", "is not Service/Method"),
     ],
 )
 def test_a_table_that_cannot_be_meant_is_refused_by_name(table: str, named: str) -> None:

@@ -18,8 +18,9 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from servicekit.grpc_server import channel, start_server
+from servicekit.grpc_server import start_server
 from servicekit.refusals import NotFound
+from tests.support import tls
 
 SERVICE = "liftfit.probe.v1.Probe"
 METHOD = f"/{SERVICE}/Answer"
@@ -49,8 +50,8 @@ def _register(server: grpc.aio.Server) -> None:
 
 @pytest.fixture
 async def probe(span_exporter: InMemorySpanExporter) -> AsyncIterator[grpc.aio.Channel]:
-    server, port, _ = await start_server("127.0.0.1:0", [_register], [SERVICE])
-    client = channel(f"127.0.0.1:{port}")
+    server, port, _ = await start_server(tls.endpoint("booking"), [_register], [SERVICE])
+    client = tls.channel(f"127.0.0.1:{port}")
     try:
         yield client
     finally:
@@ -118,9 +119,9 @@ async def test_each_call_is_one_server_span_in_the_callers_trace(
 async def test_a_call_without_trace_headers_starts_a_trace(
     span_exporter: InMemorySpanExporter,
 ) -> None:
-    server, port, _ = await start_server("127.0.0.1:0", [_register], [SERVICE])
+    server, port, _ = await start_server(tls.endpoint("booking"), [_register], [SERVICE])
     try:
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as bare:
+        async with tls.bare_channel(f"127.0.0.1:{port}") as bare:
             metadata = (("traceparent", "00-not-a-trace-01"),)
             answer = await _stub(bare)(Message(service="hello"), metadata=metadata, timeout=10)
             health = health_pb2_grpc.HealthStub(bare)

@@ -20,12 +20,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from sqlalchemy import Table, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from servicekit import envelope, grpc_server
+from servicekit import envelope
 from servicekit.kafka_access import client_security
 from services.access.adapters import orm as access_orm
 from services.booking.adapters import orm as booking_orm
 from services.notify.adapters import orm as notify_orm
 from tests.e2e.conftest import Platform
+from tests.support import tls
 from tests.support.topics import send_exactly
 from tests.support.waiting import eventually
 
@@ -169,7 +170,7 @@ async def _rows_at(platform: Platform, sent: Sent) -> list[Any]:
 
 
 async def _serving(port: int) -> bool:
-    async with grpc_server.channel(f"127.0.0.1:{port}") as channel:
+    async with tls.channel(f"127.0.0.1:{port}") as channel:
         reply = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest())
         return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
 

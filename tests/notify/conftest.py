@@ -22,6 +22,7 @@ from services.notify.adapters.mail_lookup import MailLookup
 from services.notify.bootstrap import bootstrap
 from services.notify.settings import Settings
 from tests.notify.harness import TOPICS, NotifyHarness, PinDesk
+from tests.support import tls
 from tests.support.sandboxes import MailSandbox, running_mail_sandbox
 
 HarnessFactory = Callable[..., Awaitable[NotifyHarness]]
@@ -37,6 +38,7 @@ def notify_settings(
     database_url: str, kafka_bootstrap: str, mail: MailSandbox, access: str, prefix: str
 ) -> Settings:
     return Settings(
+        tls_dir=tls.folder("notify"),
         database_url=database_url,
         kafka_bootstrap=kafka_bootstrap,
         grpc_address="127.0.0.1:0",
@@ -67,7 +69,7 @@ async def pin_desk() -> AsyncIterator[tuple[PinDesk, str]]:
 
     name = access_pb2.DESCRIPTOR.services_by_name["AccessService"].full_name
     server, port, _ = await grpc_server.start_server(
-        "127.0.0.1:0", [register], [name], "liftfit.access"
+        tls.endpoint("access"), [register], [name], "liftfit.access"
     )
     yield desk, f"127.0.0.1:{port}"
     await server.stop(None)
@@ -98,7 +100,7 @@ async def make_notify(
         await producer.start()
         if start:
             await app.start()
-        channel = grpc_server.channel(f"127.0.0.1:{app.grpc_port}")
+        channel = tls.channel(f"127.0.0.1:{app.grpc_port}")
         stub = notify_pb2_grpc.NotifyServiceStub(channel)
         harness = NotifyHarness(app, prefix, mail_sandbox, sandbox, desk, producer, channel, stub)
         made.append(harness)

@@ -14,10 +14,10 @@ from liftfit.booking.v1 import events_pb2 as bev
 from liftfit.notify.v1 import notify_pb2 as npb
 from sqlalchemy import select
 
-from servicekit import grpc_server
 from services.notify.adapters import orm
 from tests.hardening.hostile import answered_deliberately, text_or_hostile
 from tests.notify.harness import NotifyHarness, a_booking, confirmed, new_id
+from tests.support import tls
 from tests.support.waiting import eventually
 
 FUZZ = settings(
@@ -104,6 +104,6 @@ async def test_bad_records_are_parked_and_the_valid_events_around_them_make_thei
         [delivery] = await notify.deliveries_when(booking.booking_id, 1, "sent")
         assert len(await notify.mails(delivery.delivery_key)) == 1
     assert await notify.deliveries_of(injected.booking_id) == []
-    async with grpc_server.channel(f"127.0.0.1:{notify.app.grpc_port}") as channel:
+    async with tls.channel(f"127.0.0.1:{notify.app.grpc_port}") as channel:
         reply = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest())
     assert reply.status == health_pb2.HealthCheckResponse.SERVING

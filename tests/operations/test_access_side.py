@@ -20,6 +20,7 @@ from services.access.service_layer import jobs
 from services.access.service_layer.drift_check import run_drift_check
 from tests.access.harness import AccessHarness, Booking, access_window, new_id, window_from_now
 from tests.operations.operator import new_trace_id, operations, traceparent
+from tests.support import tls
 
 if TYPE_CHECKING:
     from liftfit.ops.v1.operations_pb2_grpc import OperationsServiceAsyncStub
@@ -32,13 +33,13 @@ async def ops(access: AccessHarness) -> AsyncIterator[OperationsServiceAsyncStub
     """The access app's gRPC services on a server of their own; the harness runs no workers."""
     runtime = access.app.runtime
     server, port, _ = await grpc_server.start_server(
-        "127.0.0.1:0",
+        tls.endpoint("access"),
         runtime.registrations,
         runtime.service_names,
         runtime.error_domain,
         runtime.error_domains,
     )
-    channel = grpc_server.channel(f"127.0.0.1:{port}")
+    channel = tls.channel(f"127.0.0.1:{port}")
     yield operations(channel)
     await channel.close(None)
     await server.stop(None)

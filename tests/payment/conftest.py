@@ -18,11 +18,12 @@ import httpx
 import pytest
 from aiokafka import AIOKafkaProducer
 
-from servicekit import grpc_server, kafka
+from servicekit import kafka
 from servicekit.kafka_access import client_security
 from services.payment.bootstrap import bootstrap
 from services.payment.settings import Settings
 from tests.payment.harness import API_KEY, SECRETS, Harness, PaymentEvents
+from tests.support import tls
 from tests.support.card_gateway import running_card_gateway
 from tests.support.notification_entry import NotificationEntry
 
@@ -42,6 +43,7 @@ def test_settings(
     database_url: str, bootstrap_servers: str, gateway_url: str, prefix: str
 ) -> Settings:
     return Settings(
+        tls_dir=tls.folder("payment"),
         database_url=database_url,
         kafka_bootstrap=bootstrap_servers,
         card_gateway_url=gateway_url,
@@ -109,7 +111,7 @@ async def _connect(app: Any, prefix: str, bootstrap_servers: str, gateway_url: s
     await consumer.start()
     events = PaymentEvents(consumer)
     events.start()
-    channel = grpc_server.channel(f"127.0.0.1:{app.grpc_port}")
+    channel = tls.channel(f"127.0.0.1:{app.grpc_port}")
     stub = payment_pb2_grpc.PaymentServiceStub(channel)
     return Harness(app, prefix, gateway, stub, channel, producer, events, entry)
 

@@ -15,6 +15,8 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from tests.support import tls
+
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 # gRPC's default waits a second and more after a refused connection, which would hide how
@@ -41,7 +43,7 @@ class HealthWatch:
 
     def __init__(self, target: str) -> None:
         self.target = target
-        self._channel = grpc.aio.insecure_channel(target, options=WATCH_OPTIONS)
+        self._channel = tls.bare_channel(target, options=WATCH_OPTIONS)
         self._stub = health_pb2_grpc.HealthStub(self._channel)
         self._call: Any = self._open()
 

@@ -26,6 +26,7 @@ import uvicorn
 from gateway_bff.identity import DevAuthenticator
 from gateway_bff.main import bootstrap
 from gateway_bff.settings import SERVICES, Settings
+from tests.support import tls
 
 PATH = "/v1/payments/notifications"
 RETURN_PATH = "/v1/payments/return"
@@ -50,6 +51,7 @@ def gateway_settings(payment_target: str, deadline_s: float = 3.0) -> Settings:
         database_url=UNUSED_DATABASE,
         service_addresses=addresses,
         kafka_bootstrap=UNUSED_ADDRESS,
+        tls_dir=tls.folder("gateway"),
         deadline_s=deadline_s,
         operators=(),
     )

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import tls
 from tests.support.card_gateway import free_port
 from tests.support.health import SERVING, HealthWatch
 
@@ -92,6 +93,8 @@ def service_environment(
         PAYMENT_WEBHOOK_SECRETS=",".join(sandbox.secrets),
         CARD_GATEWAY_URL=sandbox.url,
         CARD_GATEWAY_API_KEY=sandbox.api_key,
+        BOOKING_TLS_DIR=tls.folder("booking"),
+        PAYMENT_TLS_DIR=tls.folder("payment"),
     )
     env.update(overrides or {})
     return env

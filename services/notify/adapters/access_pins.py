@@ -45,14 +45,15 @@ class AccessPins(abc.ABC):
 
 
 class GrpcAccessPins(AccessPins):
-    def __init__(self, target: str, timeout_s: float) -> None:
+    def __init__(self, target: str, tls_dir: str, timeout_s: float) -> None:
         self._target = target
+        self._tls_dir = tls_dir  # notify's own certificate: access lets it read PINs only
         self._timeout_s = timeout_s
-        self._channel: grpc.aio.Channel | None = None
+        self._channel: grpc_server.RotatingChannel | None = None
 
     async def disclose(self, org_id: str, booking_id: str) -> ActivePin:
         if self._channel is None:
-            self._channel = grpc_server.channel(self._target)
+            self._channel = grpc_server.channel(self._target, self._tls_dir)
         stub = access_pb2_grpc.AccessServiceStub(self._channel)
         request = access_pb2.DisclosePinRequest(
             org_id=org_id, booking_id=booking_id, user=READER, purpose=PURPOSE

@@ -17,6 +17,7 @@ from gateway_bff.identity import DevAuthenticator
 from gateway_bff.main import bootstrap
 from gateway_bff.settings import SERVICES, Settings
 from gateway_bff.traces import Traces, TracesUnavailable
+from tests.support import tls
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 JAEGER = {
@@ -157,6 +158,7 @@ async def gateway() -> AsyncIterator[httpx.AsyncClient]:
         database_url="postgresql+psycopg://nobody:nothing@127.0.0.1:1/none",
         service_addresses={name: "127.0.0.1:1" for name in SERVICES},
         kafka_bootstrap="127.0.0.1:1",
+        tls_dir=tls.folder("gateway"),
         traces_url="http://127.0.0.1:1",
     )
     app = bootstrap(settings, DevAuthenticator())
