@@ -51,7 +51,7 @@ class Settings:
                 name: config.required(f"{name.upper()}_GRPC_ADDRESS") for name in SERVICES
             },
             kafka_bootstrap=config.required("KAFKA_BOOTSTRAP"),
-            tls_dir=config.required("GATEWAY_TLS_DIR"),
+            tls_dir=config.tls_folder("GATEWAY_TLS_DIR"),
             topic_prefix=config.optional("TOPIC_PREFIX", ""),
             deadline_s=config.integer("GATEWAY_DEADLINE_MS", 3000, minimum=50) / 1000,
             operators=tuple(u.strip() for u in operators.split(",") if u.strip()),

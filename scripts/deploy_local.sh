@@ -220,6 +220,15 @@ secrets() {
     LOCK_PROVIDER_API_KEY ACCESS_SPACE_DEVICES
   secret liftfit-notify NOTIFY_DATABASE_URL NOTIFY_IDEMPOTENCY_SECRET
   secret liftfit-gateway GATEWAY_DATABASE_URL
+  # Each process's key pair for mutual TLS, as cert-manager would keep it (tls.crt, tls.key,
+  # ca.crt), from make up's local authority (servicekit.certificates).
+  "$root/.venv/bin/python" -m servicekit.certificates "$root/.local/tls" "${PROCESSES[@]}"
+  for service in "${PROCESSES[@]}"; do
+    kubectl -n "$NAMESPACE" create secret generic "$service-tls" \
+      "--from-file=$root/.local/tls/$service/tls.crt" "--from-file=$root/.local/tls/$service/tls.key" \
+      "--from-file=$root/.local/tls/$service/ca.crt" --dry-run=client -o yaml |
+      kubectl apply -f - >/dev/null
+  done
   # Each process's broker password, where Strimzi's user operator would keep it: in a Secret
   # named after the KafkaUser, under `password`.
   for service in "${PROCESSES[@]}"; do

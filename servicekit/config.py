@@ -89,10 +89,23 @@ def service_basics(service: str, grpc_port: int) -> ServiceBasics:
         metrics_address=optional(f"{prefix}_METRICS_ADDRESS", ""),
         # Its key pair and the authorities it trusts (servicekit.mtls): no default, a
         # service never serves without mutual TLS.
-        tls_dir=required(f"{prefix}_TLS_DIR"),
+        tls_dir=tls_folder(f"{prefix}_TLS_DIR"),
         # A plaintext port answering health checks only, for the kubelet; unset: none.
         health_address=optional(f"{prefix}_HEALTH_ADDRESS", ""),
     )
+
+
+TLS_FILES = ("tls.crt", "tls.key", "ca.crt")
+
+
+def tls_folder(name: str) -> str:
+    """A certificate folder as servicekit.mtls reads it: refused now, by name, when a file
+    is missing, rather than at the first connection."""
+    folder = required(name)
+    missing = [file for file in TLS_FILES if not os.path.isfile(os.path.join(folder, file))]
+    if missing:
+        raise SettingError(name, f"{folder} lacks {', '.join(missing)}")
+    return folder
 
 
 def database_url(name: str) -> str:

@@ -6,18 +6,22 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import grpc
 import httpx
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from servicekit.mtls import Identity, channel_credentials
 from tests.k8s.apiserver import REPO
+from tests.support import tls
 from tests.support.infrastructure import Infrastructure
 from tests.support.sandboxes import free_port
 from tests.support.topics import PLATFORM_TOPICS
@@ -37,6 +41,7 @@ PROCESSES = {
     "gateway": "gateway_bff",
 }
 ANSWERS_WITHIN_S = 120.0
+MOUNTED_TLS = "/etc/liftfit/tls"  # where the manifests mount the process's Secret
 
 
 def podman(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -54,15 +59,26 @@ def _platform_env() -> dict[str, str]:
     return dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
 
 
-def _run_args(settings: dict[str, str]) -> list[str]:
+def _run_args(settings: dict[str, str], volumes: tuple[str, ...] = ()) -> list[str]:
     hardened = ["--read-only", "--tmpfs", "/tmp", "--user", "10001:10001", "--network=host"]
-    return hardened + [arg for key, value in settings.items() for arg in ("-e", f"{key}={value}")]
+    mounts = [arg for volume in volumes for arg in ("-v", volume)]
+    env = [arg for key, value in settings.items() for arg in ("-e", f"{key}={value}")]
+    return hardened + mounts + env
+
+
+def _certificates_for(name: str, target: Path) -> Path:
+    """The process's key pair, readable by the image's user as a Secret volume makes it."""
+    copied = Path(shutil.copytree(tls.folder(name), target / name))
+    for path in (copied, *copied.iterdir()):
+        os.chown(path, 10001, 10001)
+    return copied
 
 
 @contextmanager
-def running(name: str, settings: dict[str, str]) -> Iterator[str]:
+def running(name: str, settings: dict[str, str], volumes: tuple[str, ...] = ()) -> Iterator[str]:
     container = f"liftfit-image-test-{name}-{uuid.uuid4().hex[:8]}"
-    started = podman("run", "-d", "--name", container, *_run_args(settings), image(name))
+    args = _run_args(settings, volumes)
+    started = podman("run", "-d", "--name", container, *args, image(name))
     assert started.returncode == 0, started.stderr
     try:
         yield container
@@ -70,8 +86,14 @@ def running(name: str, settings: dict[str, str]) -> Iterator[str]:
         podman("rm", "-f", "-t", "5", container)
 
 
-def _grpc_serving(address: str) -> bool:
-    with grpc.insecure_channel(address) as channel:
+def _grpc_serving(address: str, tls_dir: Path | None = None) -> bool:
+    """Health over mutual TLS as the operators' tools, or in plaintext (the probes' port)."""
+    if tls_dir is None:
+        channel = grpc.insecure_channel(address)
+    else:
+        pair = Identity(tls_dir).read()
+        channel = grpc.secure_channel(address, channel_credentials(pair))
+    with channel:
         try:
             answer = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(), timeout=2
@@ -121,6 +143,7 @@ async def test_each_image_answers_its_health_check_with_a_read_only_root(
     infra: Infrastructure,
     new_database: Callable[[str], str],
     new_topics: Callable[[dict[str, int]], Awaitable[str]],
+    tmp_path: Path,
 ) -> None:
     prefix = await new_topics(PLATFORM_TOPICS)
     database = new_database(name)
@@ -129,7 +152,8 @@ async def test_each_image_answers_its_health_check_with_a_read_only_root(
         "python", "-m", "servicekit.migrate", "upgrade", name, "--url", database,
     )  # fmt: skip
     assert migrated.returncode == 0, migrated.stdout + migrated.stderr
-    upper, port = name.upper(), free_port()
+    upper, port, health_port = name.upper(), free_port(), free_port()
+    certificates = _certificates_for(name, tmp_path)
     settings = {
         **_platform_env(),
         "KAFKA_BOOTSTRAP": infra.kafka_bootstrap,
@@ -138,10 +162,15 @@ async def test_each_image_answers_its_health_check_with_a_read_only_root(
         f"{upper}_DATABASE_URL": database,
         f"{upper}_GRPC_ADDRESS": f"127.0.0.1:{port}",
         f"{upper}_METRICS_ADDRESS": f"127.0.0.1:{free_port()}",
+        f"{upper}_HEALTH_ADDRESS": f"127.0.0.1:{health_port}",
+        f"{upper}_TLS_DIR": MOUNTED_TLS,
         "GATEWAY_ADDRESS": f"127.0.0.1:{port}",
     }
-    with running(name, settings) as container:
+    volumes = (f"{certificates}:{MOUNTED_TLS}:ro",)
+    with running(name, settings, volumes) as container:
         if name == "gateway":
             wait_until(lambda: _http_alive(f"http://127.0.0.1:{port}/healthz"), container)
         else:
-            wait_until(lambda: _grpc_serving(f"127.0.0.1:{port}"), container)
+            tools = Path(tls.folder("operator-tools"))
+            wait_until(lambda: _grpc_serving(f"127.0.0.1:{port}", tools), container)
+            assert _grpc_serving(f"127.0.0.1:{health_port}")  # the kubelet's probe

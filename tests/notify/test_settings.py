@@ -7,11 +7,13 @@ import pytest
 
 from servicekit.config import SettingError
 from services.notify.settings import Settings
+from tests.support import tls
 
 GOOD = {
     "NOTIFY_DATABASE_URL": "postgresql+psycopg://u:p@127.0.0.1:1/notify",
     "KAFKA_BOOTSTRAP": "127.0.0.1:1",
     "NOTIFY_IDEMPOTENCY_SECRET": "0123456789abcdef0123",
+    "NOTIFY_TLS_DIR": tls.folder("notify"),
     "MAIL_SMTP_HOST": "127.0.0.1",
     "MAIL_SMTP_PORT": "10025",
     "NOTIFY_MAIL_FROM": "noreply@liftfit.test",

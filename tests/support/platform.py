@@ -21,6 +21,7 @@ from typing import Any
 
 import psycopg
 
+from tests.support import tls
 from tests.support.infrastructure import (
     KAFKA_ADMIN_PASSWORD,
     Infrastructure,
@@ -95,6 +96,7 @@ def _environment(
         env[f"{upper}_MIGRATION_DATABASE_URL"] = owner
         env[f"{upper}_DATABASE_URL"] = _as_runtime_role(owner)
         env[f"{upper}_GRPC_ADDRESS"] = f"127.0.0.1:{free_port()}"
+        env[f"{upper}_TLS_DIR"] = tls.folder(part)  # as scripts/platform.sh points them
         if part != "gateway":  # the gateway serves /metrics on its own address
             env[f"{upper}_METRICS_ADDRESS"] = f"127.0.0.1:{free_port()}"
     gateway = f"127.0.0.1:{free_port()}"

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from servicekit.config import SettingError
 from services.booking.settings import Settings
+from tests.support import tls
 
 GOOD = {
     "BOOKING_DATABASE_URL": "postgresql+psycopg://u:p@127.0.0.1:1/booking",
     "KAFKA_BOOTSTRAP": "127.0.0.1:1",
     "BOOKING_IDEMPOTENCY_SECRET": "0123456789abcdef0123",
+    "BOOKING_TLS_DIR": tls.folder("booking"),
 }
 
 
@@ -38,3 +42,15 @@ def test_an_invalid_hold_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BOOKING_HOLD_SECONDS", "soon")
     with pytest.raises(SettingError, match="BOOKING_HOLD_SECONDS"):
         Settings.from_env()
+
+
+def test_a_certificate_folder_without_its_files_is_named(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    for name, value in GOOD.items():
+        monkeypatch.setenv(name, value)
+    (tmp_path / "tls.crt").write_text("only the certificate")
+    monkeypatch.setenv("BOOKING_TLS_DIR", str(tmp_path))
+    with pytest.raises(SettingError, match=r"lacks tls\.key, ca\.crt") as refused:
+        Settings.from_env()
+    assert refused.value.name == "BOOKING_TLS_DIR"
