@@ -7,7 +7,7 @@ VENV_STAMP := .venv/.installed
 # go.mod and go.sum) into .local/bin; built again only when those change.
 JAEGER := .local/bin/jaeger
 
-.PHONY: images images-built k8s-tools k8s-check deploy-local deploy-local-down install web-tools chromium protos lint contracts release-contracts test test-only up down status infra-up prometheus bench bench-relay bench-booking bench-floor bench-gateway lock
+.PHONY: images images-built node-packages k8s-tools k8s-check deploy-local deploy-local-down install web-tools chromium protos lint contracts release-contracts test test-only up down status infra-up prometheus bench bench-relay bench-booking bench-floor bench-gateway lock
 
 install: $(VENV_STAMP) build/gen/liftfit web-tools
 
@@ -158,8 +158,14 @@ k8s-check: install k8s-tools
 # (scripts/deploy_local.sh, docs/deploy.md). deploy-local-down removes what it started.
 K8S_NODE := $(K8S_BIN)/kube-controller-manager $(K8S_BIN)/kube-scheduler $(K8S_BIN)/kubelet
 
-deploy-local: install k8s-tools $(K8S_NODE) $(JAEGER) images-built
+deploy-local: install k8s-tools $(K8S_NODE) $(JAEGER) images-built node-packages
 	bash scripts/deploy_local.sh up
+
+# The node's container runtime and its loopback CNI plugin, Debian's packages.
+node-packages:
+	@command -v containerd >/dev/null && test -x /usr/lib/cni/loopback || \
+	  { apt-get update -q && apt-get install -y -q --no-install-recommends \
+	    containerd containernetworking-plugins runc; }
 
 deploy-local-down:
 	bash scripts/deploy_local.sh down
