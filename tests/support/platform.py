@@ -27,7 +27,7 @@ from tests.support.infrastructure import (
     create_database,
     drop_database,
 )
-from tests.support.sandboxes import free_port
+from tests.support.sandboxes import CONTROL_TOKENS, free_port
 from tests.support.topics import PLATFORM_TOPICS, create_topics, delete_topics
 
 REPO = Path(__file__).resolve().parents[2]
@@ -110,6 +110,7 @@ def _environment(
         # second as one user from one address: far past the limits a customer needs. The
         # limits themselves are tested in-process (tests/gateway/unit/test_rate_limits.py).
         **_unlimited_writes(),
+        **CONTROL_TOKENS,
         "PAYMENT_RETURN_URL": f"http://{gateway}/v1/payments/return",
         "CARD_GATEWAY_PORT": ports["card"],
         "CARD_GATEWAY_URL": f"http://127.0.0.1:{ports['card']}",
