@@ -108,12 +108,14 @@ def _is_refusal(answer: httpx.Response) -> bool:
 async def test_200_rapid_writes_of_one_caller_are_refused_past_the_limit_and_another_caller_writes(
     closing: list[Parts],
 ) -> None:
-    parts = _parts(caller=Rate(per_minute=30, burst=20))
+    parts = _parts(caller=Rate(per_minute=1, burst=20))
     closing.append(parts)
     app = gateway(parts)
     async with client_at(app, HERE) as client:
-        answers = await asyncio.gather(*(_new_org(client, "ops") for _ in range(200)))
-        other = await _new_org(client, "ops2")
+        writes = [_new_org(client, "ops") for _ in range(200)]
+        # The other caller writes from the same address while the flood is on.
+        *answers, other = await asyncio.gather(*writes[:150], _new_org(client, "ops2"))
+        answers += await asyncio.gather(*writes[150:])
     statuses = [answer.status_code for answer in answers]
     assert statuses.count(201) == 20
     refused = [answer for answer in answers if answer.status_code != 201]
@@ -124,7 +126,7 @@ async def test_200_rapid_writes_of_one_caller_are_refused_past_the_limit_and_ano
 async def test_past_an_addresses_limit_another_address_writes_and_reads_still_answer(
     closing: list[Parts],
 ) -> None:
-    parts = _parts(address=Rate(per_minute=30, burst=10))
+    parts = _parts(address=Rate(per_minute=1, burst=10))
     closing.append(parts)
     app = gateway(parts)
     async with client_at(app, HERE) as here, client_at(app, THERE) as there:
@@ -139,7 +141,7 @@ async def test_past_an_addresses_limit_another_address_writes_and_reads_still_an
 async def test_the_providers_notification_is_never_refused_by_its_address(
     closing: list[Parts],
 ) -> None:
-    parts = _parts(address=Rate(per_minute=30, burst=1))
+    parts = _parts(address=Rate(per_minute=1, burst=1))
     closing.append(parts)
     app = gateway(parts)
     async with client_at(app, HERE) as client:
@@ -156,18 +158,18 @@ async def test_the_providers_notification_is_never_refused_by_its_address(
 async def test_a_refused_caller_writes_again_once_the_bucket_has_refilled(
     closing: list[Parts],
 ) -> None:
-    parts = _parts(caller=Rate(per_minute=120, burst=2))  # a token every half second
+    parts = _parts(caller=Rate(per_minute=20, burst=2))  # a token every 3 s
     closing.append(parts)
     app = gateway(parts)
     async with client_at(app, HERE) as client:
         assert [(await _new_org(client, "ops")).status_code for _ in range(2)] == [201, 201]
         refused = await _new_org(client, "ops")
-        assert _is_refusal(refused) and refused.headers["Retry-After"] == "1"
+        assert _is_refusal(refused) and 1 <= int(refused.headers["Retry-After"]) <= 3
 
         async def written() -> bool:
             return (await _new_org(client, "ops")).status_code == 201
 
-        await eventually(written, within=5, every=0.1)
+        await eventually(written, within=10, every=0.2)
 
 
 def _access(org_id: str, answers: dict[str, int]) -> TableUpstream:
@@ -191,7 +193,7 @@ def _booking(org_id: str) -> TableUpstream:
 async def test_a_bookings_pin_reads_are_refused_past_the_limit_and_the_refusal_is_audited(
     closing: list[Parts],
 ) -> None:
-    parts = _parts(pins=Rate(per_minute=60, burst=3))
+    parts = _parts(pins=Rate(per_minute=12, burst=3))  # a read every 5 s
     closing.append(parts)
     org_id, booking, other = (str(uuid.uuid4()) for _ in range(3))
     directory = parts.directory
@@ -214,7 +216,7 @@ async def test_a_bookings_pin_reads_are_refused_past_the_limit_and_the_refusal_i
         async def read_again() -> bool:
             return (await client.get(path.format(booking), headers=anna)).status_code == 200
 
-        await eventually(read_again, within=5, every=0.2)
+        await eventually(read_again, within=15, every=0.5)
     refusals = [entry for entry in directory.audit if entry[1] == "pin_read_refused"]
     assert [(actor, subject) for actor, _, subject, _ in refusals] == [("anna", booking)]
     assert refusals[0][3]["org_id"] == org_id
