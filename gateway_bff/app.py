@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException
 
 from gateway_bff.docs import ANSWERS
 from gateway_bff.edge import Gate
+from gateway_bff.limits import is_limited_write
 from gateway_bff.parts import Parts
 from gateway_bff.problems import Problem, from_fault, validation_error
 from gateway_bff.routes import (
@@ -58,8 +59,10 @@ def create_app(parts: Parts, lifespan: Lifespan | None = None) -> FastAPI:
         app.include_router(module.router)
     site.mount(app)  # the customers' pages: outside the OpenAPI document
     _answer_errors_as_problems(app)
-    app.add_middleware(Gate, identity=parts.identity, directory=parts.directory)
-    _document_validation_as_problems(app)
+    app.add_middleware(
+        Gate, identity=parts.identity, directory=parts.directory, limits=parts.limits
+    )
+    _document_problems(app)
     _trace_requests(app)
     return app
 
@@ -72,18 +75,22 @@ def _trace_requests(app: FastAPI) -> None:
     )
 
 
-def _document_validation_as_problems(app: FastAPI) -> None:
+def _document_problems(app: FastAPI) -> None:
     """FastAPI documents its own 422 body; the gateway answers problem details instead
-    (`_answer_errors_as_problems`), so the document says so."""
+    (`_answer_errors_as_problems`), so the document says so. Every write the gate limits
+    may be refused with 429, which the document says where the gate decides it."""
     plain = app.openapi
 
     def document() -> dict[str, Any]:
         if app.openapi_schema is None:
             made = plain()
-            for item in made["paths"].values():
-                for operation in item.values():
-                    if "422" in operation.get("responses", {}):
-                        operation["responses"]["422"] = ANSWERS.problems(422)[422]
+            for path, item in made["paths"].items():
+                for method, operation in item.items():
+                    answers = operation.get("responses", {})
+                    if "422" in answers:
+                        answers["422"] = ANSWERS.problems(422)[422]
+                    if is_limited_write(method, path):
+                        answers["429"] = ANSWERS.problems(429)[429]
             for name in ("HTTPValidationError", "ValidationError"):
                 made.get("components", {}).get("schemas", {}).pop(name, None)
             app.openapi_schema = made

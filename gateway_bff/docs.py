@@ -20,6 +20,9 @@ _WHY = {
     " idempotency_conflict)",
     413: "The body is too large (payload_too_large)",
     422: "The body is not valid (validation_error, with `errors`), or unknown_plan",
+    429: "Too many requests (rate_limited): the caller's or the address's writes, or the"
+    " booking's PIN reads, passed their limit; nothing was done. `Retry-After` says when to"
+    " try again",
     503: "A service, the database or the broker did not answer in time (service_unavailable,"
     " unavailable, traces_unavailable): try again",
 }
@@ -43,12 +46,17 @@ _PROBLEM = {
 }
 
 
+_RETRY_AFTER = {
+    "Retry-After": {
+        "description": "Whole seconds to wait before trying again",
+        "schema": {"type": "integer", "minimum": 1},
+    }
+}
+
+
 class Answers:
     def problems(self, *statuses: int) -> dict[int | str, dict[str, Any]]:
-        return {
-            status: {"description": _WHY[status], "content": {PROBLEM_JSON: {"schema": _PROBLEM}}}
-            for status in sorted({*statuses, 503})
-        }
+        return {status: _problem(status) for status in sorted({*statuses, 503})}
 
     def read(self, *statuses: int) -> dict[int | str, dict[str, Any]]:
         return self.problems(*statuses)
@@ -64,6 +72,16 @@ class Answers:
 
 
 ANSWERS = Answers()
+
+
+def _problem(status: int) -> dict[str, Any]:
+    made: dict[str, Any] = {
+        "description": _WHY[status],
+        "content": {PROBLEM_JSON: {"schema": _PROBLEM}},
+    }
+    if status == 429:
+        made["headers"] = _RETRY_AFTER
+    return made
 
 
 Link = tuple[str, Mapping[str, str]] | tuple[str, Mapping[str, str], Mapping[str, Any]]

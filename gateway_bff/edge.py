@@ -6,6 +6,8 @@ It runs before the body is read, so a stranger learns nothing from a body's erro
 - `/v1/ops/...` needs an identity (else 401) and the operator role (else 403);
 - `/v1/me` needs an identity (else 401);
 - everything else (catalogue, payments, health) is open.
+A write (gateway_bff.limits) is refused with 429 past its address's limit, before anyone is
+asked who calls, and past its caller's limit once the caller is known.
 Each request also gets its line in the request metrics; its server span (the trace that
 follows a booking starts there) is OpenTelemetry's FastAPI instrumentation's, around the
 gate (gateway_bff.app). A pure ASGI middleware: Starlette's BaseHTTPMiddleware costs a
@@ -26,6 +28,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway_bff import problems
 from gateway_bff.identity import Authenticator
+from gateway_bff.limits import Limits, is_limited_write
 from gateway_bff.store.directory import Directory, Member
 from servicekit.validation import is_canonical_uuid
 
@@ -58,10 +61,13 @@ def caller_of(request: Request) -> Caller:
 
 
 class Gate:
-    def __init__(self, app: ASGIApp, identity: Authenticator, directory: Directory) -> None:
+    def __init__(
+        self, app: ASGIApp, identity: Authenticator, directory: Directory, limits: Limits
+    ) -> None:
         self.app = app
         self.identity = identity
         self.directory = directory
+        self.limits = limits
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -91,20 +97,31 @@ class Gate:
             await _too_large().response()(scope, receive, send)
             return
         receive = _bounded(receive)
-        path: str = scope["path"]
-        if _guarded(path):
-            try:
-                scope.setdefault("state", {})["caller"] = await self._admit(path, headers)
-            except problems.Problem as problem:
-                await problem.response()(scope, receive, send)
-                return
-            except Exception as error:
-                fault = problems.from_fault(error)
-                if fault is None:
-                    raise
-                await fault.response()(scope, receive, send)
-                return
+        try:
+            caller = await self._caller_of(scope, headers)
+        except problems.Problem as problem:
+            await problem.response()(scope, receive, send)
+            return
+        except Exception as error:
+            fault = problems.from_fault(error)
+            if fault is None:
+                raise
+            await fault.response()(scope, receive, send)
+            return
+        if caller is not None:
+            scope.setdefault("state", {})["caller"] = caller
         await self.app(scope, receive, send)
+
+    async def _caller_of(self, scope: Scope, headers: Headers) -> Caller | None:
+        """The caller a guarded path needs (None on an open one), once the limits let it in."""
+        path: str = scope["path"]
+        write = is_limited_write(scope["method"], path)
+        if write:
+            self.limits.write_by_address(_address_of(scope))
+        caller = await self._admit(path, headers) if _guarded(path) else None
+        if write and caller is not None:
+            self.limits.write_by_caller(caller.user)
+        return caller
 
     async def _admit(self, path: str, headers: Headers) -> Caller:
         user = await self.identity.caller(headers)
@@ -127,6 +144,11 @@ class Gate:
 
 def _guarded(path: str) -> bool:
     return path.startswith(("/v1/orgs/", "/v1/ops/")) or path in ("/v1/ops", ME)
+
+
+def _address_of(scope: Scope) -> str:
+    client = scope.get("client")
+    return str(client[0]) if client else "unknown"
 
 
 def _too_large() -> problems.Problem:

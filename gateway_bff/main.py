@@ -12,6 +12,7 @@ from fastapi import FastAPI
 
 from gateway_bff.app import create_app
 from gateway_bff.identity import Authenticator
+from gateway_bff.limits import Limits
 from gateway_bff.parts import Parts
 from gateway_bff.settings import SERVICES, Settings
 from gateway_bff.store.directory import Directory
@@ -42,6 +43,7 @@ def bootstrap(settings: Settings, identity: Authenticator) -> FastAPI:
         metrics=registry_with(gauges),
         traces=Traces(settings.traces_url, settings.deadline_s),
         drift=settings.drift,
+        limits=Limits(settings.limits),
     )
 
     @contextlib.asynccontextmanager

@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry
 
 from gateway_bff.drift import DriftBounds
 from gateway_bff.identity import Authenticator
+from gateway_bff.limits import Limits
 from gateway_bff.problems import Problem, not_found
 from gateway_bff.store.directory import Directory
 from gateway_bff.traces import Traces
@@ -30,6 +31,7 @@ class Parts:
     metrics: CollectorRegistry  # what /metrics serves
     traces: Traces  # Jaeger's query API, for the operators' console
     drift: DriftBounds = field(default_factory=DriftBounds)  # when a missing step is drift
+    limits: Limits = field(default_factory=Limits)  # this process's rate limits
 
 
 def parts_of(request: Request) -> Parts:

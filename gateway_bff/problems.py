@@ -42,6 +42,7 @@ _STATUS_OF_REASON: Mapping[str, tuple[int, str]] = {
 }
 # A 503 tells the client when trying again makes sense.
 RETRY_AFTER_S = "1"
+TOO_MANY_REQUESTS = "rate_limited"
 
 
 class Problem(Exception):
@@ -54,6 +55,7 @@ class Problem(Exception):
         self.title = title
         self.detail = detail
         self.extra = extra
+        self.retry_after_s: int | None = None  # whole seconds; a 503 says 1 without it
 
     def response(self) -> JSONResponse:
         body: dict[str, Any] = {
@@ -65,7 +67,11 @@ class Problem(Exception):
         if self.detail:
             body["detail"] = self.detail
         body.update(self.extra)
-        headers = {"Retry-After": RETRY_AFTER_S} if self.status == 503 else None
+        headers = None
+        if self.retry_after_s is not None:
+            headers = {"Retry-After": str(self.retry_after_s)}
+        elif self.status == 503:
+            headers = {"Retry-After": RETRY_AFTER_S}
         return JSONResponse(body, status_code=self.status, media_type=PROBLEM_JSON, headers=headers)
 
 
@@ -84,6 +90,13 @@ def forbidden() -> Problem:
 def validation_error(errors: list[dict[str, str]]) -> Problem:
     detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
     return Problem(422, "validation_error", "The request is not valid", detail, errors=errors)
+
+
+def too_many_requests(retry_after_s: int, detail: str) -> Problem:
+    """A rate limit's refusal: nothing was done, and `Retry-After` says when to try again."""
+    problem = Problem(429, TOO_MANY_REQUESTS, "Too many requests; try again later", detail)
+    problem.retry_after_s = max(1, retry_after_s)
+    return problem
 
 
 def service_unavailable(service: str, detail: str = "") -> Problem:

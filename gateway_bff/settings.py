@@ -13,7 +13,8 @@ GATEWAY_DRIFT_PAYMENT_OPEN_AFTER_SECONDS (an ended booking's payment still open,
 GATEWAY_DRIFT_UNPAID_AFTER_SECONDS (a confirmed booking whose payment is not paid, 300) and
 GATEWAY_DRIFT_CREDENTIAL_AFTER_SECONDS (an active door code for a booking not confirmed,
 300).
-Identity settings are read by gateway_bff.identity.
+Identity settings are read by gateway_bff.identity, the rate limits' by
+gateway_bff.limits.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from gateway_bff.drift import DriftBounds
+from gateway_bff.limits import LimitSettings
 from servicekit import config
 
 SERVICES = ("booking", "payment", "access", "notify")
@@ -40,6 +42,7 @@ class Settings:
     db_pool_size: int = 10
     traces_url: str = ""
     drift: DriftBounds = field(default_factory=DriftBounds)
+    limits: LimitSettings = field(default_factory=LimitSettings)
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -63,6 +66,7 @@ class Settings:
                 unpaid_after=_seconds("GATEWAY_DRIFT_UNPAID_AFTER_SECONDS", 300),
                 credential_after=_seconds("GATEWAY_DRIFT_CREDENTIAL_AFTER_SECONDS", 300),
             ),
+            limits=LimitSettings.from_env(),
         )
 
 

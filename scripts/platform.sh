@@ -47,9 +47,9 @@ prometheus_bin="$(command -v prometheus || echo /usr/bin/prometheus)"
 # first, so every service's first spans have somewhere to go.
 processes=(
   "jaeger|$root/.local/bin/jaeger|http://127.0.0.1:${JAEGER_HEALTH_PORT}/status"
-  "card-gateway|sandboxes.card_gateway|http://127.0.0.1:${CARD_GATEWAY_PORT}/_sandbox/faults"
-  "lock-provider|sandboxes.lock_provider|http://127.0.0.1:${LOCK_PROVIDER_PORT}/_sandbox/faults"
-  "mail-sandbox|sandboxes.mail|http://127.0.0.1:${MAIL_SANDBOX_HTTP_PORT}/_sandbox/faults"
+  "card-gateway|sandboxes.card_gateway|http://127.0.0.1:${CARD_GATEWAY_PORT}/healthz"
+  "lock-provider|sandboxes.lock_provider|http://127.0.0.1:${LOCK_PROVIDER_PORT}/healthz"
+  "mail-sandbox|sandboxes.mail|http://127.0.0.1:${MAIL_SANDBOX_HTTP_PORT}/healthz"
   "booking|services.booking|grpc://${BOOKING_GRPC_ADDRESS}"
   "payment|services.payment|grpc://${PAYMENT_GRPC_ADDRESS}"
   "access|services.access|grpc://${ACCESS_GRPC_ADDRESS}"
@@ -322,9 +322,9 @@ LIFT & FIT Private Space runs locally:
   notify service (gRPC)       ${NOTIFY_GRPC_ADDRESS}
   payment notifications       http://${GATEWAY_ADDRESS}/v1/payments/notifications
   Jaeger query API            http://127.0.0.1:${JAEGER_QUERY_PORT}/api/traces/<trace id on a booking's timeline>  (OTLP in at ${OTEL_EXPORTER_OTLP_ENDPOINT})
-  sandbox card gateway        http://127.0.0.1:${CARD_GATEWAY_PORT}  (hosted payment pages, /_sandbox fault controls)
-  sandbox lock provider       http://127.0.0.1:${LOCK_PROVIDER_PORT}  (access codes, the door at /_sandbox/door, fault controls)
-  mail sandbox (read mails)   http://127.0.0.1:${MAIL_SANDBOX_HTTP_PORT}/messages  (SMTP on ${MAIL_SMTP_HOST}:${MAIL_SMTP_PORT}, lookup at /v1/lookup, /_sandbox fault controls)
+  sandbox card gateway        http://127.0.0.1:${CARD_GATEWAY_PORT}  (hosted payment pages; /_sandbox controls need CARD_GATEWAY_CONTROL_TOKEN as a bearer token)
+  sandbox lock provider       http://127.0.0.1:${LOCK_PROVIDER_PORT}  (access codes, the door at /_sandbox/door; other /_sandbox controls need LOCK_PROVIDER_CONTROL_TOKEN)
+  mail sandbox (read mails)   http://127.0.0.1:${MAIL_SANDBOX_HTTP_PORT}/messages  (SMTP on ${MAIL_SMTP_HOST}:${MAIL_SMTP_PORT}, lookup at /v1/lookup; /_sandbox controls need MAIL_SANDBOX_CONTROL_TOKEN)
   PostgreSQL                  ${pg_url%/*}/{booking,payment,access,notify,gateway}
   Kafka                       ${KAFKA_BOOTSTRAP}
 Logs in $log_dir/, pid files in $run_dir/. Stop everything with: make down

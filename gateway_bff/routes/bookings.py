@@ -9,6 +9,7 @@ A replay comes back marked, and leaves with `Idempotent-Replayed: true`.
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
@@ -21,10 +22,12 @@ from liftfit.payment.v1 import payment_pb2 as ppb
 from gateway_bff import bodies, resources
 from gateway_bff.docs import ANSWERS, answer
 from gateway_bff.edge import caller_of
+from gateway_bff.limits import refusal
 from gateway_bff.parts import Parts, idempotency_key, known_id, parts_of, replay_headers
 from gateway_bff.problems import Problem
 from gateway_bff.store.directory import Member
 
+log = logging.getLogger(__name__)
 router = APIRouter(prefix="/v1/orgs/{org_id}", tags=["bookings"])
 Key = Annotated[str, Depends(idempotency_key)]
 _BOOKING = {"org_id": "$request.path.org_id", "booking_id": "$response.body#/booking_id"}
@@ -135,13 +138,15 @@ async def reschedule_booking(
 @router.get(
     "/bookings/{booking_id}/access",
     response_model=resources.Access,
-    responses=ANSWERS.member_read(),
+    responses=ANSWERS.member_read(429),
     operation_id="getAccess",
 )
 async def get_access(org_id: str, booking_id: str, request: Request) -> JSONResponse:
-    """The PIN is shown only while the access is active; each answer with it is recorded."""
+    """The PIN is shown only while the access is active; each answer with it is recorded.
+    A booking's access is read at most so often (429 past it, gateway_bff.limits)."""
     parts, member = parts_of(request), member_of(request)
     await read_booking(parts, org_id, booking_id)
+    await _limit_pin_reads(parts, member, booking_id)
     services = parts.services
     disclose = apb.DisclosePinRequest(
         booking_id=booking_id, user=member.user, org_id=org_id, purpose="customer_view"
@@ -154,6 +159,26 @@ async def get_access(org_id: str, booking_id: str, request: Request) -> JSONResp
         ask = apb.GetAccessRequest(booking_id=booking_id, org_id=org_id)
         shown = await services["access"].read(services.access.GetAccess, ask, member.user)
     return JSONResponse(resources.access(shown))
+
+
+async def _limit_pin_reads(parts: Parts, member: Member, booking_id: str) -> None:
+    """Counted once the booking is known to be the organisation's, so no one can use up
+    another organisation's reads. The access service records each disclosure; a refusal is
+    logged and counted, and the first of a run is also in the gateway's audit log: one row
+    per run, so a caller who keeps asking cannot fill a log that is never pruned."""
+    verdict = parts.limits.pin_read(booking_id)
+    if verdict.admitted:
+        return
+    log.warning(
+        "PIN read refused by the limit (%d in a row) for user %s",
+        verdict.refused_in_a_row,
+        member.user,
+        extra={"booking_id": booking_id},
+    )
+    if verdict.refused_in_a_row == 1:
+        detail = {"org_id": member.org_id, "retry_after_s": verdict.retry_after_s}
+        await parts.directory.record(member.user, "pin_read_refused", booking_id, detail)
+    raise refusal(verdict, "pin_reads", "reads of this booking's PIN")
 
 
 def contact(member: Member) -> bev.Contact:

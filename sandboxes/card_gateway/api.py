@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import hmac
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header
 from fastapi.responses import JSONResponse
+
+from sandboxes.bearer import presents
 
 from .runtime import GatewayDep
 from .schemas import CreatePayment, CreateRefund
@@ -24,10 +25,7 @@ class Unauthorized(Exception):
 def require_api_key(
     gateway: GatewayDep, authorization: Annotated[str | None, Header()] = None
 ) -> None:
-    scheme, _, token = (authorization or "").partition(" ")
-    expected = gateway.settings.api_key
-    # compare_digest: the sandbox may be reachable by others, so don't leak the key by timing.
-    if scheme.lower() != "bearer" or not hmac.compare_digest(token.encode(), expected.encode()):
+    if not presents(authorization, gateway.settings.api_key):
         raise Unauthorized
 
 

@@ -11,6 +11,8 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
+from sandboxes import health
+
 from . import api, checkout, control
 from .background import Background
 from .notifier import DEFAULT_RETRY_DELAYS, Notifier
@@ -36,6 +38,7 @@ def create_app(
     app.include_router(api.router)
     app.include_router(checkout.router)
     app.include_router(control.router)
+    app.include_router(health.router)
     app.add_exception_handler(GatewayError, _gateway_error)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(api.Unauthorized, _unauthorized)

@@ -1,18 +1,32 @@
 """The sandbox control API under ``/_sandbox``: fault injection and test shortcuts.
 
-Unauthenticated on purpose: it is for tests and operators of the sandbox, never part of
-the provider API the merchant's adapter is written against.
+For tests and operators of the sandbox, never part of the provider API the merchant's
+adapter is written against: it answers only to the control token
+(CARD_GATEWAY_CONTROL_TOKEN), not to the account's API key.
 """
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Header
 from fastapi.responses import JSONResponse
 
+from sandboxes.bearer import presents
+
+from .api import Unauthorized
 from .runtime import GatewayDep
 from .schemas import Config, FaultsPatch, Settle, Tamper
 
-router = APIRouter(prefix="/_sandbox")
+
+def require_control_token(
+    gateway: GatewayDep, authorization: Annotated[str | None, Header()] = None
+) -> None:
+    if not presents(authorization, gateway.settings.control_token):
+        raise Unauthorized
+
+
+router = APIRouter(prefix="/_sandbox", dependencies=[Depends(require_control_token)])
 
 
 @router.get("/faults")

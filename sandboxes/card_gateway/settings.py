@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from sandboxes.bearer import control_token
 from sandboxes.environment import SettingsError
 
 __all__ = ["Settings", "SettingsError"]
@@ -23,6 +24,7 @@ class Settings:
     port: int
     public_url: str
     api_key: str
+    control_token: str  # the bearer token of the /_sandbox controls
     webhook_secrets: tuple[str, ...]
     notify_url: str  # empty: notifications are not sent until one is configured
     host: str = DEFAULT_HOST
@@ -35,6 +37,7 @@ class Settings:
             port=port,
             public_url=_http_url("CARD_GATEWAY_PUBLIC_URL", public_url).rstrip("/"),
             api_key=_api_key(env.get("CARD_GATEWAY_API_KEY", "").strip()),
+            control_token=control_token(env, "CARD_GATEWAY_CONTROL_TOKEN"),
             webhook_secrets=_secrets(env.get("CARD_GATEWAY_WEBHOOK_SECRETS", "")),
             notify_url=_notify_url(env.get("CARD_GATEWAY_NOTIFY_URL", "").strip()),
             host=env.get("CARD_GATEWAY_HOST", "").strip() or DEFAULT_HOST,

@@ -7,11 +7,11 @@ as with the real providers: a create sent twice makes two codes.
 
 from __future__ import annotations
 
-import hmac
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header
 
+from sandboxes.bearer import presents
 from sandboxes.refusals import Refusal
 
 from .runtime import ProviderDep
@@ -21,10 +21,7 @@ from .schemas import AccessCodeRef, CreateAccessCode, ListAccessCodes
 def require_api_key(
     provider: ProviderDep, authorization: Annotated[str | None, Header()] = None
 ) -> None:
-    scheme, _, token = (authorization or "").partition(" ")
-    expected = provider.settings.api_key
-    # compare_digest: the sandbox may be reachable by others, so don't leak the key by timing.
-    if scheme.lower() != "bearer" or not hmac.compare_digest(token.encode(), expected.encode()):
+    if not presents(authorization, provider.settings.api_key):
         raise Refusal(401, "unauthorized")
 
 

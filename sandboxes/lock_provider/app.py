@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
+from sandboxes import health
 from sandboxes.refusals import install_refusals
 
 from . import api, control
@@ -20,6 +21,8 @@ def create_app(settings: Settings) -> FastAPI:
     app = FastAPI(title="Sandbox lock provider", max_body_size=MAX_BODY)
     app.state.provider = LockProvider(settings, LockState(devices=set(settings.devices)))
     app.include_router(api.router)
+    app.include_router(control.door)
     app.include_router(control.router)
+    app.include_router(health.router)
     install_refusals(app)
     return app

@@ -1,22 +1,39 @@
 """The sandbox control API under ``/_sandbox``: the door, fault injection, inspection.
 
-Unauthenticated on purpose: it is for tests and operators of the sandbox, never part of
-the provider API the access service's adapter is written against.
+For tests and operators of the sandbox, never part of the provider API the access
+service's adapter is written against. Fault injection, the clock, devices and the list of
+every code (PINs included) answer only to the control token (LOCK_PROVIDER_CONTROL_TOKEN),
+not to the account's API key. The door stays open: it stands for the keypad at the studio,
+which anyone standing there may try, and it tells only whether a PIN opens it.
 """
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Header
 from fastapi.responses import JSONResponse
+
+from sandboxes.bearer import presents
+from sandboxes.refusals import Refusal
 
 from .runtime import ProviderDep
 from .schemas import ClockOffset, DoorAttempt, FaultsPatch, NewDevice
 from .state import iso
 
-router = APIRouter(prefix="/_sandbox")
+
+def require_control_token(
+    provider: ProviderDep, authorization: Annotated[str | None, Header()] = None
+) -> None:
+    if not presents(authorization, provider.settings.control_token):
+        raise Refusal(401, "unauthorized")
 
 
-@router.post("/door")
+door = APIRouter(prefix="/_sandbox")
+router = APIRouter(prefix="/_sandbox", dependencies=[Depends(require_control_token)])
+
+
+@door.post("/door")
 async def try_the_door(body: DoorAttempt, provider: ProviderDep) -> dict[str, object]:
     code = provider.state.door(body.device_id, body.pin, body.at)
     return {"opens": code is not None, "access_code_id": code.id if code else None}

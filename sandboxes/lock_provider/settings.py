@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sandboxes import environment
+from sandboxes.bearer import control_token
 from sandboxes.environment import SettingsError
 
 from .schemas import DEVICE_ID_PATTERN
@@ -18,6 +19,7 @@ DEFAULT_PORT = 18082
 class Settings:
     port: int
     api_key: str
+    control_token: str  # the bearer token of the /_sandbox controls
     devices: tuple[str, ...]  # the devices that exist at start
     host: str = environment.DEFAULT_HOST
 
@@ -28,6 +30,7 @@ class Settings:
             api_key=environment.required(
                 env, "LOCK_PROVIDER_API_KEY", "the bearer token clients present"
             ),
+            control_token=control_token(env, "LOCK_PROVIDER_CONTROL_TOKEN"),
             devices=_devices(env.get("LOCK_PROVIDER_DEVICES", "")),
             host=environment.host(env, "LOCK_PROVIDER_HOST"),
         )

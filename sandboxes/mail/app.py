@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from sandboxes import health
 from sandboxes.refusals import install_refusals
 
 from . import control, lookup, messages
@@ -35,5 +36,6 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(messages.router)
     app.include_router(control.router)
     app.include_router(lookup.router)
+    app.include_router(health.router)
     install_refusals(app)
     return app

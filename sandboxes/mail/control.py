@@ -1,21 +1,34 @@
 """The sandbox control API under ``/_sandbox``: fault injection and reset.
 
-Unauthenticated on purpose: it is for tests and operators of the sandbox.
+For tests and operators of the sandbox: it answers only to the control token
+(MAIL_SANDBOX_CONTROL_TOKEN). Reading the mails (/messages) and the delivery log
+(/v1/lookup) stays open: the developer's browser reads them, on loopback by default.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends, Header
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
+
+from sandboxes.bearer import presents
+from sandboxes.refusals import Refusal
 
 from .runtime import SandboxDep
 
 Count = Annotated[StrictInt, Field(ge=0, le=1_000_000)]
 Milliseconds = Annotated[StrictInt, Field(ge=0, le=3_600_000)]
 
-router = APIRouter(prefix="/_sandbox")
+
+def require_control_token(
+    sandbox: SandboxDep, authorization: Annotated[str | None, Header()] = None
+) -> None:
+    if not presents(authorization, sandbox.settings.control_token):
+        raise Refusal(401, "unauthorized")
+
+
+router = APIRouter(prefix="/_sandbox", dependencies=[Depends(require_control_token)])
 
 
 class FaultsPatch(BaseModel):

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sandboxes import environment
+from sandboxes.bearer import control_token
 from sandboxes.environment import SettingsError
 
 DEFAULT_SMTP_PORT = 10025
@@ -16,6 +17,7 @@ DEFAULT_HTTP_PORT = 18083
 class Settings:
     smtp_port: int
     http_port: int
+    control_token: str  # the bearer token of the /_sandbox controls
     host: str = environment.DEFAULT_HOST
 
     @classmethod
@@ -26,4 +28,9 @@ class Settings:
             raise SettingsError(
                 f"MAIL_SANDBOX_SMTP_PORT and MAIL_SANDBOX_HTTP_PORT are both {smtp_port}"
             )
-        return cls(smtp_port, http_port, environment.host(env, "MAIL_SANDBOX_HOST"))
+        return cls(
+            smtp_port,
+            http_port,
+            control_token(env, "MAIL_SANDBOX_CONTROL_TOKEN"),
+            environment.host(env, "MAIL_SANDBOX_HOST"),
+        )

@@ -18,7 +18,7 @@ from services.access.bootstrap import bootstrap
 from services.access.settings import Settings
 from tests.access.harness import API_KEY, DEVICE, DEVICES, AccessHarness
 from tests.support import tls
-from tests.support.sandboxes import running_lock_provider
+from tests.support.sandboxes import SandboxAuth, running_lock_provider
 
 HarnessFactory = Callable[..., Awaitable[AccessHarness]]
 
@@ -78,9 +78,7 @@ async def make_access(
             f"t{uuid.uuid4().hex[:8]}.",
         )
         app = bootstrap(dataclasses.replace(settings, **overrides))
-        lock = httpx.AsyncClient(
-            base_url=lock_provider_url, headers={"Authorization": f"Bearer {API_KEY}"}, timeout=10
-        )
+        lock = httpx.AsyncClient(base_url=lock_provider_url, auth=SandboxAuth(API_KEY), timeout=10)
         (await lock.post("/_sandbox/reset")).raise_for_status()
         harness = AccessHarness(app, lock)
         made.append(harness)

@@ -24,7 +24,7 @@ from tests.payment.conftest import card_gateway_url, test_settings  # noqa: F401
 from tests.payment.harness import API_KEY
 from tests.support import tls
 from tests.support.notification_entry import NotificationEntry
-from tests.support.sandboxes import MailSandbox
+from tests.support.sandboxes import MailSandbox, SandboxAuth
 from tests.support.topics import PLATFORM_TOPICS
 
 TOPICS = PLATFORM_TOPICS
@@ -74,7 +74,7 @@ async def platform(
             provider_retry_base_s=0.2,
         )
     )
-    async with httpx.AsyncClient(base_url=lock_provider_url, timeout=5) as lock:
+    async with httpx.AsyncClient(base_url=lock_provider_url, auth=SandboxAuth(), timeout=5) as lock:
         (await lock.post("/_sandbox/reset")).raise_for_status()
     await booking.start()
     await payment.start()
@@ -88,13 +88,13 @@ async def platform(
             prefix,
         )
     )
-    async with httpx.AsyncClient(base_url=mail_sandbox.url, timeout=5) as mail:
+    async with httpx.AsyncClient(base_url=mail_sandbox.url, auth=SandboxAuth(), timeout=5) as mail:
         (await mail.post("/_sandbox/reset")).raise_for_status()
     await notify.start()
     entry = NotificationEntry(f"127.0.0.1:{payment.grpc_port}")
     await entry.start()
     async with httpx.AsyncClient(
-        base_url=card_gateway_url, timeout=5, headers={"Authorization": f"Bearer {API_KEY}"}
+        base_url=card_gateway_url, timeout=5, auth=SandboxAuth(API_KEY)
     ) as gateway:
         await gateway.post("/_sandbox/reset")
         await gateway.post("/_sandbox/config", json={"notify_url": entry.url})

@@ -28,6 +28,7 @@ from tests.access.harness import DEVICE
 from tests.e2e.conftest import Platform
 from tests.e2e.test_walking_skeleton import _card_checkout, _pay
 from tests.support import tls
+from tests.support.sandboxes import SandboxAuth
 from tests.support.waiting import eventually
 
 INSIDE = timedelta(minutes=1)
@@ -125,7 +126,7 @@ async def test_a_cancelled_disclosed_booking_keeps_its_slot_closed_until_the_cod
     inside = access.valid_from.ToDatetime(tzinfo=UTC) + INSIDE
     assert await _opens(platform, access.pin, inside)
     await eventually(lambda: _booking_knows_of_the_disclosure(platform, booking.booking_id), 30)
-    async with httpx.AsyncClient(base_url=platform.lock_url, timeout=5) as lock:
+    async with httpx.AsyncClient(base_url=platform.lock_url, auth=SandboxAuth(), timeout=5) as lock:
         # The lock takes its time to confirm the removal; the old code works meanwhile.
         await lock.post("/_sandbox/faults", json={"removing_delay_ms": 3000})
 
@@ -149,7 +150,9 @@ async def test_a_cancelled_disclosed_booking_keeps_its_slot_closed_until_the_cod
         return True
 
     async def removal_started() -> bool:
-        async with httpx.AsyncClient(base_url=platform.lock_url, timeout=5) as lock:
+        async with httpx.AsyncClient(
+            base_url=platform.lock_url, auth=SandboxAuth(), timeout=5
+        ) as lock:
             codes = (await lock.get("/_sandbox/access_codes")).json()["data"]
         return any(code["status"] == "removing" for code in codes)
 

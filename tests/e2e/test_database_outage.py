@@ -26,6 +26,7 @@ from tests.e2e.test_late_money import _payment_in
 from tests.e2e.test_walking_skeleton import _card_checkout
 from tests.support import tls
 from tests.support.infrastructure import start_postgres, stop_postgres
+from tests.support.sandboxes import SandboxAuth
 from tests.support.waiting import eventually
 
 CUSTOMERS = 4
@@ -40,7 +41,9 @@ async def test_payments_made_while_the_database_is_down_confirm_their_bookings_o
     payments = [await _payment_in(platform, b.booking_id, {"pending"}) for b in bookings]
     paid_at_gateway = [p.provider_payment_id for p in payments]
 
-    async with httpx.AsyncClient(base_url=platform.gateway_url, timeout=10) as gateway:
+    async with httpx.AsyncClient(
+        base_url=platform.gateway_url, auth=SandboxAuth(), timeout=10
+    ) as gateway:
         await asyncio.to_thread(stop_postgres)
         stopped = time.monotonic()
         try:

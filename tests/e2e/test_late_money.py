@@ -16,6 +16,7 @@ from liftfit.payment.v1 import payment_pb2_grpc
 from tests.e2e.conftest import Platform
 from tests.e2e.test_walking_skeleton import _card_checkout
 from tests.support import tls
+from tests.support.sandboxes import SandboxAuth
 
 
 async def _payment_in(platform: Platform, booking_id: str, states: set[str]) -> ppb.Payment:
@@ -40,7 +41,7 @@ async def test_a_payment_settled_after_cancellation_is_refunded_and_never_resurr
 ) -> None:
     booking = await _card_checkout(platform)
     payment = await _payment_in(platform, booking.booking_id, {"pending"})
-    async with httpx.AsyncClient() as browser:
+    async with httpx.AsyncClient(auth=SandboxAuth()) as browser:
         # The money settles at the gateway but the notification is lost: locally the
         # payment is still pending when the customer cancels.
         await browser.post(

@@ -32,6 +32,7 @@ from liftfit.payment.v1 import payment_pb2_grpc
 from servicekit.errors import reason_of
 from tests.support import tls
 from tests.support.platform import Platform
+from tests.support.sandboxes import SandboxAuth
 from tests.support.waiting import eventually
 
 DEVICE = "studio-a-door"  # platform.env's default lock
@@ -105,7 +106,7 @@ async def test_make_up_starts_every_part_and_a_booking_walks_it_to_its_pin_and_m
 
             provider_id = await eventually(at_gateway, 60)
         async with httpx.AsyncClient(
-            base_url=platform.url("CARD_GATEWAY_PORT"), timeout=10
+            base_url=platform.url("CARD_GATEWAY_PORT"), auth=SandboxAuth(), timeout=10
         ) as card:
             paid = await card.post(
                 f"/_sandbox/payments/{provider_id}/settle", json={"outcome": "succeed"}

@@ -24,6 +24,7 @@ from opentelemetry.trace import SpanKind
 
 from tests.e2e.conftest import Platform
 from tests.support import tls
+from tests.support.sandboxes import SandboxAuth
 from tests.support.waiting import eventually
 
 
@@ -93,7 +94,9 @@ async def _pay(platform: Platform, booking_id: str) -> None:
             return found.provider_payment_id or None
 
         provider_id = await eventually(at_gateway, 30)
-    async with httpx.AsyncClient(base_url=platform.gateway_url, timeout=10) as gateway:
+    async with httpx.AsyncClient(
+        base_url=platform.gateway_url, auth=SandboxAuth(), timeout=10
+    ) as gateway:
         settle = f"/_sandbox/payments/{provider_id}/settle"
         (await gateway.post(settle, json={"outcome": "succeed"})).raise_for_status()
 

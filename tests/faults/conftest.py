@@ -24,6 +24,7 @@ from tests.support.processes import (
     Sandbox,
     service_environment,
 )
+from tests.support.sandboxes import SandboxAuth
 
 API_KEY = "sk_test_fault_suite"
 SECRETS = ("whsec_fault_current", "whsec_fault_previous")
@@ -46,7 +47,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
 
 async def point_sandbox_at(sandbox: Sandbox, notify_url: str) -> None:
     """Forgets the sandbox's payments and sends its notifications to `notify_url`."""
-    async with httpx.AsyncClient(base_url=sandbox.url, timeout=5) as client:
+    async with httpx.AsyncClient(base_url=sandbox.url, auth=SandboxAuth(), timeout=5) as client:
         (await client.post("/_sandbox/reset")).raise_for_status()
         (await client.post("/_sandbox/config", json={"notify_url": notify_url})).raise_for_status()
 

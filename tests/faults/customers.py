@@ -28,6 +28,7 @@ from liftfit.payment.v1 import payment_pb2_grpc
 from tests.support import tls
 from tests.support.health import FAST_RECONNECT
 from tests.support.processes import ProcessPlatform, Sandbox
+from tests.support.sandboxes import SandboxAuth
 
 # A service being restarted, or a call cut by a kill: try again, the key makes it safe.
 PASSING = frozenset(
@@ -65,7 +66,7 @@ class Customers:
         self._payment_channel = tls.bare_channel(self.payment_target, options=FAST_RECONNECT)
         self.booking = booking_pb2_grpc.BookingServiceStub(self._booking_channel)
         self.payments = payment_pb2_grpc.PaymentServiceStub(self._payment_channel)
-        self.sandbox = httpx.AsyncClient(base_url=self.sandbox_url, timeout=5)
+        self.sandbox = httpx.AsyncClient(base_url=self.sandbox_url, auth=SandboxAuth(), timeout=5)
         return self
 
     async def __aexit__(

@@ -34,6 +34,7 @@ import pytest
 from tests.gateway.api import OPS, Api, Org
 from tests.support.infrastructure import kill_kafka, start_kafka, stop_kafka
 from tests.support.platform import Platform, database
+from tests.support.sandboxes import SandboxAuth
 from tests.support.waiting import eventually
 
 SERVICES = ("booking", "payment", "access", "notify")
@@ -177,6 +178,7 @@ async def _journeys(platform: Platform) -> AsyncIterator[Journeys]:
         # A new connection for each payment: the hosted page's answer is not asked twice.
         httpx.AsyncClient(
             base_url=platform.url("CARD_GATEWAY_PORT"),
+            auth=SandboxAuth(),
             timeout=15,
             limits=httpx.Limits(max_keepalive_connections=0),
         ) as card,

@@ -15,21 +15,25 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
 
 from tests.gateway.api import Api, Org, new_key
+from tests.support.sandboxes import REPO_ROOT, SandboxAuth
 from tests.support.waiting import eventually
 
 SETTLED_WITHIN_S = 120.0
 MAILS = 2  # the confirmation and the access mail
 DEVICE = "studio-a-door"  # the local run's default lock (ACCESS_DEFAULT_DEVICE)
+PLATFORM_ENV = REPO_ROOT / "deploy/local/platform.env"
 
 
 class JourneyFailed(Exception):
@@ -150,11 +154,26 @@ def _iso(when: datetime) -> str:
 async def main(arguments: argparse.Namespace) -> None:
     async with (
         Api.at(arguments.gateway) as api,
-        httpx.AsyncClient(base_url=arguments.card, timeout=15) as card,
-        httpx.AsyncClient(base_url=arguments.lock, timeout=15) as lock,
+        httpx.AsyncClient(
+            base_url=arguments.card, auth=_control("CARD_GATEWAY_CONTROL_TOKEN"), timeout=15
+        ) as card,
+        httpx.AsyncClient(
+            base_url=arguments.lock, auth=_control("LOCK_PROVIDER_CONTROL_TOKEN"), timeout=15
+        ) as lock,
         httpx.AsyncClient(base_url=arguments.mail, timeout=15) as mail,
     ):
         await Journey(arguments.name, api, card, lock, mail).run()
+
+
+def _control(setting: str, settings: Path = PLATFORM_ENV) -> SandboxAuth:
+    """The sandbox's control token: the environment's, else the local run's, which
+    `platform.sh providers` started the sandboxes with."""
+    token = os.environ.get(setting, "")
+    for line in settings.read_text().splitlines():
+        name, _, value = line.partition("=")
+        if name == setting and not token:
+            token = value.strip()
+    return SandboxAuth(control_token=token)
 
 
 def parsed(argv: list[str]) -> argparse.Namespace:

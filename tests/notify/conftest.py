@@ -23,7 +23,7 @@ from services.notify.bootstrap import bootstrap
 from services.notify.settings import Settings
 from tests.notify.harness import TOPICS, NotifyHarness, PinDesk
 from tests.support import tls
-from tests.support.sandboxes import MailSandbox, running_mail_sandbox
+from tests.support.sandboxes import MailSandbox, SandboxAuth, running_mail_sandbox
 
 HarnessFactory = Callable[..., Awaitable[NotifyHarness]]
 
@@ -94,7 +94,7 @@ async def make_notify(
             service_database("notify"), kafka_bootstrap, mail_sandbox, access_address, prefix
         )
         app = bootstrap(dataclasses.replace(settings, **overrides), mail_lookup=lookup)
-        sandbox = httpx.AsyncClient(base_url=mail_sandbox.url, timeout=10)
+        sandbox = httpx.AsyncClient(base_url=mail_sandbox.url, auth=SandboxAuth(), timeout=10)
         (await sandbox.post("/_sandbox/reset")).raise_for_status()
         producer = AIOKafkaProducer(bootstrap_servers=kafka_bootstrap, **client_security())
         await producer.start()

@@ -30,6 +30,7 @@ DOCUMENTED = {
     "gateway": (
         "liftfit_http_requests_total",
         "liftfit_http_request_duration_seconds",
+        "liftfit_http_rate_limited_total",
         "liftfit_consumer_lag_messages",
     ),
 }

@@ -28,6 +28,7 @@ from tests.support.card_gateway import running_card_gateway
 from tests.support.notification_entry import NotificationEntry
 
 from liftfit.payment.v1 import payment_pb2_grpc  # isort: skip
+from tests.support.sandboxes import SandboxAuth
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HarnessFactory = Callable[..., Awaitable[Harness]]
@@ -95,9 +96,7 @@ async def harness(make_harness: HarnessFactory) -> Harness:
 
 
 async def _connect(app: Any, prefix: str, bootstrap_servers: str, gateway_url: str) -> Harness:
-    gateway = httpx.AsyncClient(
-        base_url=gateway_url, headers={"Authorization": f"Bearer {API_KEY}"}, timeout=5
-    )
+    gateway = httpx.AsyncClient(base_url=gateway_url, auth=SandboxAuth(API_KEY), timeout=5)
     entry = NotificationEntry(f"127.0.0.1:{app.grpc_port}")
     await entry.start()
     (await gateway.post("/_sandbox/reset")).raise_for_status()

@@ -25,6 +25,7 @@ import pytest
 
 from sandboxes.card_gateway.signing import parse, sign, verify
 from tests.support.card_gateway import free_port, gateway_env, running_card_gateway
+from tests.support.sandboxes import CONTROL_TOKEN, SandboxAuth
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 API_KEY = "sk_test_sandbox"
@@ -121,8 +122,7 @@ def receiver() -> Iterator[Receiver]:
 @pytest.fixture
 def api(gateway_url: str, receiver: Receiver) -> Iterator[httpx.Client]:
     """An authenticated client against a freshly reset gateway notifying ``receiver``."""
-    headers = {"Authorization": f"Bearer {API_KEY}"}
-    with httpx.Client(base_url=gateway_url, headers=headers, timeout=5) as client:
+    with httpx.Client(base_url=gateway_url, auth=SandboxAuth(API_KEY), timeout=5) as client:
         client.post("/_sandbox/reset").raise_for_status()
         client.post("/_sandbox/config", json={"notify_url": receiver.url}).raise_for_status()
         receiver.clear()
@@ -260,6 +260,40 @@ def test_calls_without_the_api_key_are_unauthorized(
     assert response.status_code == 401
     assert response.json() == {"error": "unauthorized"}
     assert stored_payments(api) == []
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [None, f"Bearer {API_KEY}", f"Bearer {CONTROL_TOKEN}x", f"Basic {CONTROL_TOKEN}"],
+    ids=["missing", "the-api-key", "wrong-token", "wrong-scheme"],
+)
+def test_the_controls_answer_only_to_the_control_token(
+    api: httpx.Client, gateway_url: str, authorization: str | None
+) -> None:
+    headers = {"Authorization": authorization} if authorization else {}
+    with httpx.Client(base_url=gateway_url, headers=headers, timeout=5) as stranger:
+        refused = [
+            stranger.post("/_sandbox/faults", json={"fail_next_calls": 1}),
+            stranger.get("/_sandbox/payments"),
+            stranger.post("/_sandbox/config", json={"notify_url": "http://127.0.0.1:1/"}),
+            stranger.post("/_sandbox/reset"),
+        ]
+    assert [r.status_code for r in refused] == [401] * 4
+    assert refused[0].json() == {"error": "unauthorized"}
+    # Nothing changed: the next call is served, and the notifications go where they went.
+    assert create(api, "after-the-stranger").status_code == 201
+    assert api.get("/_sandbox/config").json()["notify_url"] != "http://127.0.0.1:1/"
+
+
+def test_with_the_control_token_the_fault_applies(api: httpx.Client) -> None:
+    set_faults(api, fail_next_calls=1)
+
+    assert create(api, "key-1").status_code == 503
+    assert create(api, "key-1").status_code == 201
+
+
+def test_the_health_probe_needs_no_token(gateway_url: str) -> None:
+    assert httpx.get(f"{gateway_url}/healthz").status_code == 200
 
 
 # --- hosted payment page and notifications -----------------------------------------------
@@ -591,11 +625,12 @@ def test_reset_clears_payments_and_faults(api: httpx.Client) -> None:
     ("overrides", "named"),
     [
         ({"CARD_GATEWAY_API_KEY": ""}, "CARD_GATEWAY_API_KEY"),
+        ({"CARD_GATEWAY_CONTROL_TOKEN": ""}, "CARD_GATEWAY_CONTROL_TOKEN"),
         ({"CARD_GATEWAY_WEBHOOK_SECRETS": " , "}, "CARD_GATEWAY_WEBHOOK_SECRETS"),
         ({"CARD_GATEWAY_PORT": "http"}, "CARD_GATEWAY_PORT"),
         ({"CARD_GATEWAY_NOTIFY_URL": "not-a-url"}, "CARD_GATEWAY_NOTIFY_URL"),
     ],
-    ids=["api-key", "webhook-secrets", "port", "notify-url"],
+    ids=["api-key", "control-token", "webhook-secrets", "port", "notify-url"],
 )
 def test_gateway_refuses_to_start_naming_the_bad_setting(
     overrides: dict[str, str], named: str

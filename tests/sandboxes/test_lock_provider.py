@@ -22,7 +22,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support.sandboxes import free_port, running_lock_provider, sandbox_env
+from tests.support.sandboxes import (
+    CONTROL_TOKEN,
+    SandboxAuth,
+    free_port,
+    running_lock_provider,
+    sandbox_env,
+)
 from tests.support.waiting import eventually
 
 API_KEY = "seam_test_sandbox"
@@ -43,16 +49,15 @@ def provider_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.fixture
 async def api(provider_url: str) -> AsyncIterator[httpx.AsyncClient]:
     """An authenticated client against a freshly reset provider."""
-    headers = {"Authorization": f"Bearer {API_KEY}"}
-    async with httpx.AsyncClient(base_url=provider_url, headers=headers, timeout=5) as client:
+    auth = SandboxAuth(API_KEY)
+    async with httpx.AsyncClient(base_url=provider_url, auth=auth, timeout=5) as client:
         (await client.post("/_sandbox/reset")).raise_for_status()
         yield client
 
 
 @pytest.fixture(scope="module")
 def blocking_api(provider_url: str) -> Iterator[httpx.Client]:
-    headers = {"Authorization": f"Bearer {API_KEY}"}
-    with httpx.Client(base_url=provider_url, headers=headers, timeout=5) as client:
+    with httpx.Client(base_url=provider_url, auth=SandboxAuth(API_KEY), timeout=5) as client:
         client.post("/_sandbox/reset").raise_for_status()
         yield client
 
@@ -628,6 +633,46 @@ def test_no_body_gets_a_server_error(
 # --- the sandbox's own controls -----------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    "authorization",
+    [None, f"Bearer {API_KEY}", f"Bearer {CONTROL_TOKEN}x"],
+    ids=["missing", "the-api-key", "wrong-token"],
+)
+async def test_the_controls_answer_only_to_the_control_token_but_the_door_to_anyone(
+    api: httpx.AsyncClient, provider_url: str, authorization: str | None
+) -> None:
+    now = datetime.now(UTC)
+    code = await create(api, alias(), starts_at=iso(now), ends_at=iso(now + timedelta(hours=1)))
+    headers = {"Authorization": authorization} if authorization else {}
+    async with httpx.AsyncClient(base_url=provider_url, headers=headers, timeout=5) as stranger:
+        refused = [
+            await stranger.post("/_sandbox/faults", json={"fail_next_calls": 1}),
+            await stranger.post("/_sandbox/clock", json={"offset_seconds": 7200}),
+            await stranger.get("/_sandbox/access_codes"),
+            await stranger.post("/_sandbox/devices", json={"device_id": "strangers-door"}),
+            await stranger.post("/_sandbox/reset"),
+        ]
+        door = await stranger.post("/_sandbox/door", json={"device_id": DOOR, "pin": code["code"]})
+    assert [r.status_code for r in refused] == [401] * 5
+    assert refused[0].json() == {"error": "unauthorized"}
+    assert door.json()["opens"] is True  # the door is the keypad at the studio: anyone tries it
+    # Nothing changed: the next call is served, the clock did not move, the code is there.
+    assert (await api.post("/access_codes/list", json={})).status_code == 200
+    assert (await api.get("/_sandbox/clock")).json()["offset_seconds"] == 0
+    assert [c["access_code_id"] for c in await every_code(api)] == [code["access_code_id"]]
+
+
+async def test_with_the_control_token_the_fault_applies(api: httpx.AsyncClient) -> None:
+    await set_faults(api, fail_next_calls=1)
+
+    assert (await api.post("/access_codes/list", json={})).status_code == 503
+    assert (await api.post("/access_codes/list", json={})).status_code == 200
+
+
+def test_the_health_probe_needs_no_token(provider_url: str) -> None:
+    assert httpx.get(f"{provider_url}/healthz").status_code == 200
+
+
 async def test_an_added_device_takes_codes(api: httpx.AsyncClient) -> None:
     device = f"door-{uuid.uuid4().hex[:8]}"
 
@@ -672,13 +717,14 @@ async def test_the_clock_offset_moves_the_doors_now(api: httpx.AsyncClient) -> N
     ("overrides", "named"),
     [
         ({"LOCK_PROVIDER_API_KEY": ""}, "LOCK_PROVIDER_API_KEY"),
+        ({"LOCK_PROVIDER_CONTROL_TOKEN": " "}, "LOCK_PROVIDER_CONTROL_TOKEN"),
         ({"LOCK_PROVIDER_DEVICES": " , "}, "LOCK_PROVIDER_DEVICES"),
         ({"LOCK_PROVIDER_DEVICES": "door one"}, "LOCK_PROVIDER_DEVICES"),
         ({"LOCK_PROVIDER_PORT": "http"}, "LOCK_PROVIDER_PORT"),
         ({"LOCK_PROVIDER_PORT": "70000"}, "LOCK_PROVIDER_PORT"),
         ({"LOCK_PROVIDER_HOST": "local host"}, "LOCK_PROVIDER_HOST"),
     ],
-    ids=["api-key", "no-devices", "bad-device", "port-word", "port-range", "host"],
+    ids=["api-key", "control-token", "no-devices", "bad-device", "port-word", "port-range", "host"],
 )
 def test_provider_refuses_to_start_naming_the_bad_setting(
     overrides: dict[str, str], named: str

@@ -22,7 +22,14 @@ import httpx
 import pytest
 
 from sandboxes.mail.state import MAX_KEPT, MailState
-from tests.support.sandboxes import MailSandbox, free_port, running_mail_sandbox, sandbox_env
+from tests.support.sandboxes import (
+    CONTROL_TOKEN,
+    MailSandbox,
+    SandboxAuth,
+    free_port,
+    running_mail_sandbox,
+    sandbox_env,
+)
 from tests.support.waiting import eventually
 
 SENDER = "noreply@liftfit.test"
@@ -37,7 +44,7 @@ def mail(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MailSandbox]:
 @pytest.fixture
 async def http(mail: MailSandbox) -> AsyncIterator[httpx.AsyncClient]:
     """A client of the HTTP API of a freshly reset sandbox."""
-    async with httpx.AsyncClient(base_url=mail.url, timeout=5) as client:
+    async with httpx.AsyncClient(base_url=mail.url, auth=SandboxAuth(), timeout=5) as client:
         (await client.post("/_sandbox/reset")).raise_for_status()
         yield client
 
@@ -380,6 +387,51 @@ async def test_offline_refuses_new_connections_until_the_time_has_passed(
     assert (await http.get("/_sandbox/faults")).json()["offline_for_ms"] == 0
 
 
+@pytest.mark.parametrize(
+    "authorization",
+    [None, f"Bearer {CONTROL_TOKEN}x", f"Basic {CONTROL_TOKEN}"],
+    ids=["missing", "wrong-token", "wrong-scheme"],
+)
+async def test_the_controls_answer_only_to_the_control_token_but_the_mails_to_anyone(
+    mail: MailSandbox, http: httpx.AsyncClient, authorization: str | None
+) -> None:
+    kept = access_mail(recipient())
+    await send(mail, kept)
+    headers = {"Authorization": authorization} if authorization else {}
+    async with httpx.AsyncClient(base_url=mail.url, headers=headers, timeout=5) as stranger:
+        refused = [
+            await stranger.post("/_sandbox/faults", json={"refuse_next": 1}),
+            await stranger.get("/_sandbox/faults"),
+            await stranger.delete("/_sandbox/faults"),
+            await stranger.post("/_sandbox/reset"),
+        ]
+        listed = await stranger.get("/messages", params={"to": kept["To"]})
+        looked_up = await stranger.get("/v1/lookup", params={"message_id": kept["Message-ID"]})
+    assert [r.status_code for r in refused] == [401] * 4
+    assert refused[0].json() == {"error": "unauthorized"}
+    assert listed.status_code == 200 and len(listed.json()["data"]) == 1
+    assert looked_up.json()["status"] == "received"
+    # Nothing changed: the next mail is taken (no refusal was set) and the first is kept.
+    second = access_mail(kept["To"])
+    await send(mail, second)
+    assert len(await stored(http, to=kept["To"])) == 2
+
+
+async def test_with_the_control_token_the_fault_applies(
+    mail: MailSandbox, http: httpx.AsyncClient
+) -> None:
+    await set_faults(http, refuse_next=1, refuse_code=550)
+
+    with pytest.raises(smtplib.SMTPException):
+        await send(mail, access_mail(recipient()))
+    await send(mail, access_mail(recipient()))
+
+
+async def test_the_health_probe_needs_no_token(mail: MailSandbox) -> None:
+    async with httpx.AsyncClient(base_url=mail.url, timeout=5) as anyone:
+        assert (await anyone.get("/healthz")).status_code == 200
+
+
 async def test_faults_are_merged_and_cleared(http: httpx.AsyncClient) -> None:
     await set_faults(http, refuse_next=2, refuse_code=550)
     merged = await set_faults(http, slow_next=1, offline_for_ms=60_000)
@@ -455,8 +507,9 @@ def test_only_the_newest_messages_are_kept() -> None:
             "MAIL_SANDBOX_HTTP_PORT",
         ),
         ({"MAIL_SANDBOX_HOST": "mail host"}, "MAIL_SANDBOX_HOST"),
+        ({"MAIL_SANDBOX_CONTROL_TOKEN": ""}, "MAIL_SANDBOX_CONTROL_TOKEN"),
     ],
-    ids=["smtp-port", "http-port", "same-port", "host"],
+    ids=["smtp-port", "http-port", "same-port", "host", "control-token"],
 )
 def test_mail_sandbox_refuses_to_start_naming_the_bad_setting(
     overrides: dict[str, str], named: str

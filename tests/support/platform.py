@@ -28,7 +28,7 @@ from tests.support.infrastructure import (
     create_database,
     drop_database,
 )
-from tests.support.sandboxes import free_port
+from tests.support.sandboxes import CONTROL_TOKENS, free_port
 from tests.support.topics import PLATFORM_TOPICS, create_topics, delete_topics
 
 REPO = Path(__file__).resolve().parents[2]
@@ -108,6 +108,11 @@ def _environment(
         "PROMETHEUS_ADDRESS": f"127.0.0.1:{free_port()}",
         "GATEWAY_IDENTITY": "dev",
         "GATEWAY_OPERATORS": "ops",
+        # Schemathesis, the load of tests/faults and the benchmarks write hundreds of times a
+        # second as one user from one address: far past the limits a customer needs. The
+        # limits themselves are tested in-process (tests/gateway/unit/test_rate_limits.py).
+        **_unlimited_writes(),
+        **CONTROL_TOKENS,
         "PAYMENT_RETURN_URL": f"http://{gateway}/v1/payments/return",
         "CARD_GATEWAY_PORT": ports["card"],
         "CARD_GATEWAY_URL": f"http://127.0.0.1:{ports['card']}",
@@ -123,6 +128,14 @@ def _environment(
         "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{jaeger['JAEGER_OTLP_GRPC_PORT']}",
     }
     return env
+
+
+def _unlimited_writes() -> dict[str, str]:
+    return {
+        f"GATEWAY_WRITES_PER_{who}_{what}": "1000000"
+        for who in ("CALLER", "ADDRESS")
+        for what in ("PER_MINUTE", "BURST")
+    }
 
 
 def _as_runtime_role(owner_url: str) -> str:

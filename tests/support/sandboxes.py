@@ -13,7 +13,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +21,12 @@ import httpx
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# Every sandbox a test starts (and the test platforms' sandboxes) is steered with this token.
+CONTROL_TOKEN = "sandbox-control-token-of-the-tests"
+CONTROL_TOKENS = {
+    f"{sandbox}_CONTROL_TOKEN": CONTROL_TOKEN
+    for sandbox in ("CARD_GATEWAY", "LOCK_PROVIDER", "MAIL_SANDBOX")
+}
 READY_WITHIN_S = 20
 STOP_WITHIN_S = 10
 # A free port may be taken by another process before the sandbox binds it.
@@ -84,9 +90,26 @@ def silent_listener() -> Iterator[int]:
 
 
 def sandbox_env(**settings: str) -> dict[str, str]:
-    """This process's environment with the repository importable and ``settings`` set."""
+    """This process's environment with the repository importable, the tests' control
+    tokens and ``settings`` set."""
     pythonpath = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
-    return {**os.environ, "PYTHONPATH": pythonpath, **settings}
+    return {**os.environ, "PYTHONPATH": pythonpath, **CONTROL_TOKENS, **settings}
+
+
+class SandboxAuth(httpx.Auth):
+    """What a test presents to a sandbox: the control token on its ``/_sandbox`` controls,
+    the account's API key (when given) on the provider API."""
+
+    def __init__(self, api_key: str | None = None, control_token: str = CONTROL_TOKEN) -> None:
+        self.api_key = api_key
+        self.control_token = control_token
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        control = request.url.path.startswith("/_sandbox/")
+        token = self.control_token if control else self.api_key
+        if token:
+            request.headers["Authorization"] = f"Bearer {token}"
+        yield request
 
 
 @contextlib.contextmanager
@@ -97,7 +120,7 @@ def running_sandbox(
     *,
     http_port: str,
     other_ports: Sequence[str] = (),
-    ready_path: str = "/_sandbox/faults",
+    ready_path: str = "/healthz",
 ) -> Iterator[Sandbox]:
     """Runs ``python -m sandboxes.<name>`` with ``env`` and a free port for each named port
     setting; yields once ``ready_path`` answers on ``http_port``, and always stops it."""

@@ -19,6 +19,7 @@ from playwright.async_api import Browser, Page, Route, expect
 
 from tests.gateway.api import OPS, Api, Org, Studio, new_key
 from tests.support.platform import Platform
+from tests.support.sandboxes import SandboxAuth
 from tests.support.waiting import eventually
 from tests.web.conftest import blocking_violations, screenshot
 from tests.web.days import first_day, local
@@ -41,7 +42,7 @@ async def _faults(
     base_url: str, held: dict[str, Any], released: dict[str, Any]
 ) -> AsyncIterator[httpx.AsyncClient]:
     """A sandbox's faults for the block, set back to `released` whatever happens."""
-    async with httpx.AsyncClient(base_url=base_url, timeout=10) as sandbox:
+    async with httpx.AsyncClient(base_url=base_url, auth=SandboxAuth(), timeout=10) as sandbox:
         (await sandbox.post("/_sandbox/faults", json=held)).raise_for_status()
         try:
             yield sandbox

@@ -10,6 +10,8 @@ import base64
 import hashlib
 import hmac
 import json
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -36,7 +38,9 @@ from gateway_bff.identity import (
     SigningKeys,
     authenticator,
 )
+from gateway_bff.settings import SERVICES
 from servicekit.config import SettingError
+from tests.support.sandboxes import REPO_ROOT
 
 ISSUER = "https://issuer.example/"
 AUDIENCE = "liftfit-gateway"
@@ -291,6 +295,28 @@ def test_the_identity_mode_has_no_default(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("GATEWAY_IDENTITY", "none")
     with pytest.raises(SettingError, match="GATEWAY_IDENTITY"):
         IdentitySettings.from_env()
+
+
+def test_the_gateway_refuses_to_start_without_an_identity_setting() -> None:
+    """Every other setting is there, so only the missing identity can stop it: the process
+    ends with 2 before it serves, naming the setting, and never falls back to dev mode."""
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "GATEWAY_ADDRESS": "127.0.0.1:1",
+        "GATEWAY_DATABASE_URL": "postgresql+psycopg://nobody:nothing@127.0.0.1:1/none",
+        "KAFKA_BOOTSTRAP": "127.0.0.1:1",
+        **{f"{name.upper()}_GRPC_ADDRESS": "127.0.0.1:1" for name in SERVICES},
+    }
+    started = subprocess.run(
+        [sys.executable, "-m", "gateway_bff"],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert started.returncode == 2, started.stderr
+    assert "refusing to start: setting GATEWAY_IDENTITY" in started.stderr
 
 
 def test_jwt_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

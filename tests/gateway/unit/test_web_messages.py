@@ -15,6 +15,7 @@ GATEWAY_CODES = {
     "malformed_request",
     "method_not_allowed",
     "payload_too_large",
+    "rate_limited",
     "idempotency_key_required",
     "invalid_idempotency_key",
     "validation_error",
