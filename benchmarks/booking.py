@@ -37,11 +37,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+import grpc
 from liftfit.booking.v1 import booking_pb2 as pb
 from liftfit.booking.v1 import events_pb2 as ev
 from liftfit.booking.v1.booking_pb2_grpc import BookingServiceStub
 
 from benchmarks import cpu as bench_cpu
+from servicekit import config
 from servicekit.envelope import varint
 from servicekit.protobuf import timestamp
 from servicekit.runtime import run_event_loop, settle_garbage_collector
@@ -101,7 +103,11 @@ class Run:
 
 
 async def _ghz(
-    target: str, requests: Sequence[pb.CheckoutRequest], *args: str, replicas: Sequence[int] = ()
+    target: str,
+    requests: Sequence[pb.CheckoutRequest],
+    *args: str,
+    replicas: Sequence[int] = (),
+    boundary: bool = True,
 ) -> Run:
     """Runs ghz against the service's Checkout; each call sends the next request.
 
@@ -115,7 +121,7 @@ async def _ghz(
             data_file.write(varint(len(body)) + body)
     command = [
         str(GHZ),
-        *ghz_credentials(),
+        *(ghz_credentials() if boundary else ["--insecure"]),
         f"--proto={REPO_ROOT / 'protos' / 'liftfit' / 'booking' / 'v1' / 'booking.proto'}",
         f"--import-paths={REPO_ROOT / 'protos'}",
         f"--call={CHECKOUT}",
@@ -183,7 +189,11 @@ def _replica_environment(settings: Settings) -> dict[str, str]:
         "BOOKING_DATABASE_URL": settings.database_url,
         "KAFKA_BOOTSTRAP": settings.kafka_bootstrap,
         "BOOKING_GRPC_ADDRESS": settings.grpc_address,
-        "BOOKING_TLS_DIR": settings.tls_dir,
+        **(
+            {"BOOKING_TLS_DIR": settings.tls_dir}
+            if settings.tls_dir
+            else {config.PLAINTEXT_SETTING: config.PLAINTEXT_VALUE}
+        ),
         "TOPIC_PREFIX": settings.topic_prefix,
         "BOOKING_IDEMPOTENCY_SECRET": settings.idempotency_secret.decode(),
         "BOOKING_HOLD_SECONDS": str(settings.hold_seconds),
@@ -220,11 +230,15 @@ class CheckoutFigures:
     cpu: bench_cpu.Spent | None
 
 
-async def measure_checkouts(database_url: str, kafka: str) -> CheckoutFigures:
+async def measure_checkouts(
+    database_url: str, kafka: str, boundary: bool = True
+) -> CheckoutFigures:
+    """The checkouts with the platform's boundary (mutual TLS, each caller authorised), or,
+    to show its cost, without (servicekit.config.PLAINTEXT_SETTING)."""
     topics = {"booking.events": 3, "payment.events": 3, "access.events": 3}
     prefix = await create_topics(kafka, topics)
     try:
-        return await _measure_on(database_url, kafka, prefix)
+        return await _measure_on(database_url, kafka, prefix, boundary)
     finally:
         # Deleted, as the tests delete theirs: every run used to leave its nine partitions
         # on the broker, and a broker holding hundreds of them answered the relay's steady
@@ -232,12 +246,14 @@ async def measure_checkouts(database_url: str, kafka: str) -> CheckoutFigures:
         await delete_topics(kafka, prefix, list(topics))
 
 
-async def _measure_on(database_url: str, kafka: str, prefix: str) -> CheckoutFigures:
+async def _measure_on(
+    database_url: str, kafka: str, prefix: str, boundary: bool
+) -> CheckoutFigures:
     settings = Settings(
         database_url=database_url.replace("postgresql://", "postgresql+psycopg://", 1),
         kafka_bootstrap=kafka,
         grpc_address=f"127.0.0.1:{free_port()}",  # shared by the replicas
-        tls_dir=tls.folder("booking"),
+        tls_dir=tls.folder("booking") if boundary else "",
         topic_prefix=prefix,
         idempotency_secret=uuid.uuid4().hex.encode(),
         hold_seconds=900,
@@ -252,18 +268,21 @@ async def _measure_with(settings: Settings, replicas: list[int]) -> CheckoutFigu
     app = bootstrap(settings)
     await app.start()
     settle_garbage_collector()  # as the service's process does once started
-    grpc_channel = tls.channel(app.grpc_target)
+    boundary = bool(settings.tls_dir)
+    grpc_channel = (
+        tls.channel(app.grpc_target) if boundary else grpc.aio.insecure_channel(app.grpc_target)
+    )
     try:
         slots = await _create_slots(BookingServiceStub(grpc_channel), CHECKOUTS + 1)
         org = str(uuid.uuid4())
         data = [_checkout(org, slot, f"k-{i}") for i, slot in enumerate(slots[:CHECKOUTS])]
         before = bench_cpu.sample(replicas)
         load = (f"--concurrency={CLIENTS}", f"--total={CHECKOUTS}")
-        checkouts = await _ghz(app.grpc_target, data, *load, replicas=replicas)
+        checkouts = await _ghz(app.grpc_target, data, *load, replicas=replicas, boundary=boundary)
         cpu = bench_cpu.spent(before, checkouts.ended, len(checkouts.latencies))
         racers = [_checkout(org, slots[-1], f"race-{i}") for i in range(RACERS)]
         load = (f"--concurrency={RACERS}", f"--total={RACERS}")
-        race = await _ghz(app.grpc_target, racers, *load)
+        race = await _ghz(app.grpc_target, racers, *load, boundary=boundary)
     finally:
         await grpc_channel.close(grace=None)
         await app.stop()
@@ -327,15 +346,31 @@ def _print_and_summarise(figures: CheckoutFigures, tps: float) -> dict[str, floa
 
 
 async def _measure(infra_dsn: str, kafka: str, templates: MigratedTemplates) -> None:
+    """The platform's configuration (the boundary on), then the same without the boundary,
+    side by side on one machine, one pgbench run for both."""
     suffix = uuid.uuid4().hex[:8]
-    booking_db, pgbench_db = f"bench_booking_{suffix}", f"bench_pgbench_{suffix}"
+    on_db, off_db = f"bench_booking_{suffix}", f"bench_booking_off_{suffix}"
+    pgbench_db = f"bench_pgbench_{suffix}"
     try:
-        figures = await measure_checkouts(templates.database("booking", booking_db), kafka)
+        on = await measure_checkouts(templates.database("booking", on_db), kafka)
+        off = await measure_checkouts(templates.database("booking", off_db), kafka, False)
         tps = measure_pgbench(create_database(infra_dsn, pgbench_db))
     finally:
-        drop_database(infra_dsn, booking_db)
-        drop_database(infra_dsn, pgbench_db)
-    print(json.dumps(_print_and_summarise(figures, tps)))
+        for name in (on_db, off_db, pgbench_db):
+            drop_database(infra_dsn, name)
+    print("== with the boundary (mutual TLS, every caller authorised): the platform's")
+    summary = _print_and_summarise(on, tps)
+    print("== without it (LIFTFIT_GRPC_PLAINTEXT, for this comparison only)")
+    without = _print_and_summarise(off, tps)
+    summary["without_boundary"] = without  # type: ignore[assignment]
+    for key in ("checkouts_per_s", "booking_cpu_ms_per_checkout"):
+        if without[key]:
+            summary[f"{key}_ratio_on_off"] = round(summary[key] / without[key], 3)
+    print(
+        f"boundary on/off: checkouts/s x{summary.get('checkouts_per_s_ratio_on_off')}, "
+        f"booking CPU per checkout x{summary.get('booking_cpu_ms_per_checkout_ratio_on_off')}"
+    )
+    print(json.dumps(summary))
 
 
 def main() -> None:

@@ -89,13 +89,29 @@ def service_basics(service: str, grpc_port: int) -> ServiceBasics:
         metrics_address=optional(f"{prefix}_METRICS_ADDRESS", ""),
         # Its key pair and the authorities it trusts (servicekit.mtls): no default, a
         # service never serves without mutual TLS.
-        tls_dir=tls_folder(f"{prefix}_TLS_DIR"),
+        tls_dir=grpc_tls(prefix),
         # A plaintext port answering health checks only, for the kubelet; unset: none.
         health_address=optional(f"{prefix}_HEALTH_ADDRESS", ""),
     )
 
 
 TLS_FILES = ("tls.crt", "tls.key", "ca.crt")
+
+
+# Plaintext gRPC with no caller checks, only to measure what the boundary costs beside it
+# (make bench-booking): set to exactly this value, or not at all. No manifest sets it.
+PLAINTEXT_SETTING, PLAINTEXT_VALUE = "LIFTFIT_GRPC_PLAINTEXT", "for-measurement-only"
+
+
+def grpc_tls(prefix: str) -> str:
+    """A service's certificate folder; "" (plaintext) only when the measurement setting
+    names it exactly."""
+    plaintext = os.environ.get(PLAINTEXT_SETTING, "").strip()
+    if plaintext == PLAINTEXT_VALUE:
+        return ""
+    if plaintext:
+        raise SettingError(PLAINTEXT_SETTING, f"must be {PLAINTEXT_VALUE!r} or unset")
+    return tls_folder(f"{prefix}_TLS_DIR")
 
 
 def tls_folder(name: str) -> str:

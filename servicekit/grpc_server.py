@@ -162,16 +162,22 @@ async def start_server(
     callers = Callers(endpoint.service, error_domain, error_domains)
     # The metrics outermost, so they count the status the guard answered with; then the
     # server span, so the guard runs inside it; a refused caller is counted and traced.
-    layers = Layers(RequestMetrics(), ServerSpans(), callers, guard)
-    server = grpc.aio.server(interceptors=[layers])
+    layers = [RequestMetrics(), ServerSpans(), callers, guard]
+    if not endpoint.tls_dir:  # servicekit.config.PLAINTEXT_SETTING: a measurement
+        log.warning("%s serves gRPC in plaintext with no caller checks", endpoint.service)
+        layers.remove(callers)
+    server = grpc.aio.server(interceptors=[Layers(*layers)])
     for register in registrations:
         register(server)
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     names = [*service_names, health.SERVICE_NAME, reflection.SERVICE_NAME]
     reflection.enable_server_reflection(names, server)
-    credentials = server_credentials(Identity(Path(endpoint.tls_dir)))
-    port = server.add_secure_port(endpoint.address, credentials)
+    if endpoint.tls_dir:
+        credentials = server_credentials(Identity(Path(endpoint.tls_dir)))
+        port = server.add_secure_port(endpoint.address, credentials)
+    else:
+        port = server.add_insecure_port(endpoint.address)
     await server.start()
     probes = await _start_probe_server(endpoint.health_address, health_servicer)
     server_health = Health(health_servicer, service_names, probes)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from servicekit import config
 from servicekit.config import SettingError
 from services.booking.settings import Settings
 from tests.support import tls
@@ -54,3 +55,17 @@ def test_a_certificate_folder_without_its_files_is_named(
     with pytest.raises(SettingError, match=r"lacks tls\.key, ca\.crt") as refused:
         Settings.from_env()
     assert refused.value.name == "BOOKING_TLS_DIR"
+
+
+def test_plaintext_is_only_for_a_measurement_that_names_it_exactly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name, value in GOOD.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("BOOKING_TLS_DIR")
+    monkeypatch.setenv(config.PLAINTEXT_SETTING, "yes")
+    with pytest.raises(SettingError) as refused:
+        Settings.from_env()
+    assert refused.value.name == config.PLAINTEXT_SETTING
+    monkeypatch.setenv(config.PLAINTEXT_SETTING, config.PLAINTEXT_VALUE)
+    assert Settings.from_env().tls_dir == ""
