@@ -40,6 +40,7 @@ from gateway_bff.identity import (
 )
 from gateway_bff.settings import SERVICES
 from servicekit.config import SettingError
+from tests.support import tls
 from tests.support.sandboxes import REPO_ROOT
 
 ISSUER = "https://issuer.example/"
@@ -305,6 +306,7 @@ def test_the_gateway_refuses_to_start_without_an_identity_setting() -> None:
         "GATEWAY_ADDRESS": "127.0.0.1:1",
         "GATEWAY_DATABASE_URL": "postgresql+psycopg://nobody:nothing@127.0.0.1:1/none",
         "KAFKA_BOOTSTRAP": "127.0.0.1:1",
+        "GATEWAY_TLS_DIR": tls.folder("gateway"),
         **{f"{name.upper()}_GRPC_ADDRESS": "127.0.0.1:1" for name in SERVICES},
     }
     started = subprocess.run(
