@@ -5,23 +5,29 @@
 2. Bare: the same 20,000 messages sent by a bare idempotent aiokafka producer, for scale.
    Bursts and bare runs alternate for three rounds; the figures are the rounds' medians.
 3. Steady: rows committed at 1,000 rows/s for 10 s while the relay runs: p99 latency.
-The last line is one JSON object with the figures.
+All of it on the platform's broker (authenticated, ACLs), then on a throwaway broker with the
+same settings less its security (benchmarks.open_broker), to show what the boundary costs.
+The last line is one JSON object with the figures, the second broker's under
+`without_boundary`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import statistics
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from aiokafka import AIOKafkaConsumer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from google.protobuf.wrappers_pb2 import StringValue
 from sqlalchemy import MetaData, exists, select
 
+from benchmarks.open_broker import open_broker
 from servicekit import db, envelope, kafka
 from servicekit.kafka_access import client_security
 from servicekit.outbox import Outbox
@@ -34,6 +40,7 @@ BURST_ROWS = 20_000
 STEADY_RATE = 1_000
 ROUNDS = 3
 STEADY_SECONDS = 10
+CREDENTIALS = ("KAFKA_USERNAME", "KAFKA_PASSWORD")
 
 
 class Receiver:
@@ -190,19 +197,18 @@ async def _start_relay(sessions, tables: EventingTables, bootstrap: str):  # typ
     return asyncio.create_task(relay.run(stopping)), stopping, producer
 
 
-async def main() -> None:
-    infra = ensure_infrastructure()
+async def measure(bootstrap: str, pg_admin_dsn: str) -> dict[str, float]:
+    """Every figure of the benchmark against the broker at `bootstrap`, authenticating as
+    this process's environment says (servicekit.kafka_access)."""
     name = f"bench_relay_{uuid.uuid4().hex[:8]}"
-    url = create_database(infra.pg_admin_dsn, name).replace(
-        "postgresql://", "postgresql+psycopg://"
-    )
+    url = create_database(pg_admin_dsn, name).replace("postgresql://", "postgresql+psycopg://")
     metadata = MetaData()
     tables = add_eventing_tables(metadata)
     engine = db.make_engine(url)
     await create_tables(engine, metadata)
     sessions = db.make_session_factory(engine)
     prefix = f"bench{uuid.uuid4().hex[:6]}."
-    admin = AIOKafkaAdminClient(bootstrap_servers=infra.kafka_bootstrap, **client_security())
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **client_security())
     await admin.start()
     names = [f"{kind}{i}" for i in range(ROUNDS) for kind in ("burst", "bare")] + ["steady"]
     topics = {name: prefix + name for name in names}
@@ -211,19 +217,19 @@ async def main() -> None:
     try:
         # Relay and bare producer alternate, so both see the same machine; medians of the rounds.
         for i in range(ROUNDS):
-            figures = await burst(sessions, tables, infra.kafka_bootstrap, topics[f"burst{i}"])
-            figures["bare_rows_per_s"] = await bare(infra.kafka_bootstrap, topics[f"bare{i}"])
+            figures = await burst(sessions, tables, bootstrap, topics[f"burst{i}"])
+            figures["bare_rows_per_s"] = await bare(bootstrap, topics[f"bare{i}"])
             rounds.append(figures)
             print(
                 f"round {i + 1}: relay {figures['relay_rows_per_s']:.0f} rows/s, "
                 f"bare {figures['bare_rows_per_s']:.0f} rows/s"
             )
-        steady_p99 = await steady(sessions, tables, infra.kafka_bootstrap, topics["steady"])
+        steady_p99 = await steady(sessions, tables, bootstrap, topics["steady"])
     finally:
         await admin.delete_topics(list(topics.values()))
         await admin.close()
         await engine.dispose()
-        drop_database(infra.pg_admin_dsn, name)
+        drop_database(pg_admin_dsn, name)
 
     def median(name: str) -> float:
         return statistics.median(r[name] for r in rounds)
@@ -243,7 +249,39 @@ async def main() -> None:
     )
     print(f"burst commit-to-consume latency: p50 {result['p50_ms']} ms, p99 {result['p99_ms']} ms")
     print(f"steady {STEADY_RATE} rows/s for {STEADY_SECONDS}s: p99 {steady_p99:.1f} ms")
-    print(json.dumps(result))
+    return result
+
+
+@contextlib.contextmanager
+def unauthenticated() -> Iterator[None]:
+    """This process's Kafka clients without credentials, for the open broker."""
+    saved = {name: os.environ.pop(name) for name in CREDENTIALS if name in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
+async def main() -> None:
+    """The platform's broker (SASL/SCRAM, the StandardAuthorizer), then the same broker's
+    settings without either (benchmarks.open_broker), one after the other on one machine."""
+    infra = ensure_infrastructure()
+    print("== the platform's broker: SASL/SCRAM-SHA-512, the StandardAuthorizer")
+    result = await measure(infra.kafka_bootstrap, infra.pg_admin_dsn)
+    print("== the same settings without authentication or ACLs (for this comparison only)")
+    with unauthenticated():
+        async with open_broker() as bootstrap:
+            without = await measure(bootstrap, infra.pg_admin_dsn)
+    ratios = {
+        f"{key}_ratio_on_off": round(result[key] / without[key], 3)
+        for key in ("relay_rows_per_s", "bare_rows_per_s")
+        if without[key]
+    }
+    print(
+        f"boundary on/off: relay rows/s x{ratios.get('relay_rows_per_s_ratio_on_off')}, "
+        f"bare producer x{ratios.get('bare_rows_per_s_ratio_on_off')}"
+    )
+    print(json.dumps({**result, "without_boundary": without, **ratios}))
 
 
 if __name__ == "__main__":
