@@ -41,9 +41,15 @@ def status_name(status: int) -> str:
 class HealthWatch:
     """One Health/Watch stream on a server's overall health ("" service)."""
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, plaintext: bool = False) -> None:
         self.target = target
-        self._channel = tls.bare_channel(target, options=WATCH_OPTIONS)
+        # A service serves mutual TLS; plaintext only when a benchmark asked for it
+        # (servicekit.config.PLAINTEXT_SETTING).
+        self._channel = (
+            grpc.aio.insecure_channel(target, options=WATCH_OPTIONS)
+            if plaintext
+            else tls.bare_channel(target, options=WATCH_OPTIONS)
+        )
         self._stub = health_pb2_grpc.HealthStub(self._channel)
         self._call: Any = self._open()
 

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from servicekit import config
 from tests.support import tls
 from tests.support.card_gateway import free_port
 from tests.support.health import SERVING, HealthWatch
@@ -153,7 +154,8 @@ class ServiceProcess:
     async def wait_serving(self, within: float = 30.0) -> float:
         """Seconds from the spawn to SERVING on Health/Watch; fails if the process exits."""
         process = self._running()
-        async with HealthWatch(self.grpc_target) as watch:
+        plaintext = self.env.get(config.PLAINTEXT_SETTING) == config.PLAINTEXT_VALUE
+        async with HealthWatch(self.grpc_target, plaintext) as watch:
             serving = asyncio.create_task(watch.until(SERVING, within))
             exited = asyncio.create_task(_exit_of(process))
             try:
