@@ -277,7 +277,17 @@ replace_pod() {
   [[ "$new" != "$old" ]] || fail "booking's pod $old is still the one running"
   kubectl -n "$NAMESPACE" wait --for=condition=Ready "pod/$new" --timeout="${READY_WITHIN_S}s" \
     >/dev/null || fail "pod $new not Ready"
-  echo "pod $old deleted; $new Ready in its place"
+  # The gateway answers for booking again: its /readyz asks every service over the channels
+  # customers' calls take, so its channel to booking has reconnected (with its TLS handshake)
+  # before the next journey, as a load balancer waits on readiness before sending traffic.
+  local i
+  for ((i = 0; i < READY_WITHIN_S * 2; i++)); do
+    curl -sf -o /dev/null http://127.0.0.1:18080/readyz && break
+    sleep 0.5
+  done
+  curl -sf -o /dev/null http://127.0.0.1:18080/readyz ||
+    fail "the gateway is not ready after booking's pod was replaced"
+  echo "pod $old deleted; $new Ready in its place; the gateway ready"
 }
 
 # The pods bind the ports make up's services use: both at once cannot work.
