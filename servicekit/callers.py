@@ -24,6 +24,7 @@ from servicekit.grpc_wrapping import Behaviour, UnaryWrapper
 log = logging.getLogger(__name__)
 COMMON_NAME = "x509_common_name"
 Context = Any  # grpc.aio.ServicerContext
+Check = Callable[..., Awaitable[None]]  # (context, request=None)
 
 
 def caller_of(context: Context) -> str:
@@ -57,28 +58,18 @@ class Callers(UnaryWrapper):
         )
 
     def wrap(self, method: str, inner: Behaviour) -> Behaviour:
-        allowed, speakers, domain = self.allowed(method), self._speakers, self._domain_of(method)
+        check = self._check(method)
 
         async def authorised(request: Any, context: Context) -> Any:
-            caller = caller_of(context)
-            if caller not in allowed:
-                await _refuse(context, domain, f"{caller or 'anonymous'} may not call {method}")
-            user = getattr(request, "user", "")
-            if user and caller not in speakers and user != caller:
-                await _refuse(context, domain, f"{caller} may not name a user ({method})")
+            await check(context, request)
             return await inner(request, context)
 
         return authorised
 
     def wrap_streams(self, method: str, handler: Any) -> Any:
-        """Streaming methods (health's Watch, reflection): the caller only."""
-        allowed, domain = self.allowed(method), self._domain_of(method)
-
-        async def check(context: Context) -> None:
-            caller = caller_of(context)
-            if caller not in allowed:
-                await _refuse(context, domain, f"{caller or 'anonymous'} may not call {method}")
-
+        """Streaming methods (health's Watch, reflection): the caller, before the first
+        message is read or written."""
+        check = self._check(method)
         codec = {
             "request_deserializer": handler.request_deserializer,
             "response_serializer": handler.response_serializer,
@@ -93,6 +84,21 @@ class Callers(UnaryWrapper):
             )
         return grpc.stream_unary_rpc_method_handler(_single(check, handler.stream_unary), **codec)
 
+    def _check(self, method: str) -> Check:
+        """The one rule for every kind of call: the table must give the caller `method`,
+        and a user named in the request must be the caller unless it speaks for users."""
+        allowed, speakers, domain = self.allowed(method), self._speakers, self._domain_of(method)
+
+        async def check(context: Context, request: Any = None) -> None:
+            caller = caller_of(context)
+            if caller not in allowed:
+                await _refuse(context, domain, f"{caller or 'anonymous'} may not call {method}")
+            user = getattr(request, "user", "")
+            if user and caller not in speakers and user != caller:
+                await _refuse(context, domain, f"{caller} may not name a user ({method})")
+
+        return check
+
     def _domain_of(self, method: str) -> str:
         # "/liftfit.ops.v1.OperationsService/ListOutbox": the service is between the slashes.
         return self._domains.get(method.split("/")[1] if "/" in method else "", self._domain)
@@ -104,12 +110,9 @@ async def _refuse(context: Context, domain: str, detail: str) -> None:
     await abort_with(context, rich_status(code, CALLER_NOT_ALLOWED, domain, detail))
 
 
-Check = Callable[[Context], Awaitable[None]]
-
-
 def _streaming(check: Check, inner: Callable[..., Any]) -> Callable[..., AsyncIterator[Any]]:
     async def checked(request: Any, context: Context) -> AsyncIterator[Any]:
-        await check(context)
+        await check(context, request)  # a stream of requests names no user itself
         answer = inner(request, context)
         if inspect.isawaitable(answer):
             await answer  # a handler that writes with context.write

@@ -158,15 +158,7 @@ async def start_server(
     answered with their rich status in `error_domain` (servicekit.errors), or in the domain
     `error_domains` names for their gRPC service.
     """
-    guard = GuardedServerInterceptor(error_domain, error_domains)
-    callers = Callers(endpoint.service, error_domain, error_domains)
-    # The metrics outermost, so they count the status the guard answered with; then the
-    # server span, so the guard runs inside it; a refused caller is counted and traced.
-    layers = [RequestMetrics(), ServerSpans(), callers, guard]
-    if not endpoint.tls_dir:  # servicekit.config.PLAINTEXT_SETTING: a measurement
-        log.warning("%s serves gRPC in plaintext with no caller checks", endpoint.service)
-        layers.remove(callers)
-    server = grpc.aio.server(interceptors=[Layers(*layers)])
+    server = grpc.aio.server(interceptors=[_layers(endpoint, error_domain, error_domains)])
     for register in registrations:
         register(server)
     health_servicer = health.aio.HealthServicer()  # type: ignore[attr-defined]
@@ -183,6 +175,19 @@ async def start_server(
     server_health = Health(health_servicer, service_names, probes)
     await server_health.serving(True)
     return server, port, server_health
+
+
+def _layers(
+    endpoint: Endpoint, error_domain: str, error_domains: Mapping[str, str] | None
+) -> Layers:
+    """The metrics outermost, so they count the status the guard answered with; then the
+    server span, so the guard runs inside it; a refused caller is counted and traced."""
+    outer: list[UnaryWrapper] = [RequestMetrics(), ServerSpans()]
+    guard = GuardedServerInterceptor(error_domain, error_domains)
+    if not endpoint.tls_dir:  # servicekit.config.PLAINTEXT_SETTING: a measurement
+        log.warning("%s serves gRPC in plaintext with no caller checks", endpoint.service)
+        return Layers(*outer, guard)
+    return Layers(*outer, Callers(endpoint.service, error_domain, error_domains), guard)
 
 
 async def _start_probe_server(address: str, servicer: Any) -> grpc.aio.Server | None:

@@ -110,7 +110,8 @@ class RotatingChannel(grpc.aio.Channel):
         self._make = make
         self._current = make(channel_credentials(identity.read()))
         self._checked = time.monotonic()
-        self._retiring: set[asyncio.Task[None]] = set()
+        # Old channels draining their calls, each with the task that closes it.
+        self._retiring: dict[asyncio.Task[None], grpc.aio.Channel] = {}
 
     def current(self) -> grpc.aio.Channel:
         now = time.monotonic()
@@ -132,8 +133,8 @@ class RotatingChannel(grpc.aio.Channel):
             task = asyncio.get_running_loop().create_task(old.close(OLD_CHANNEL_GRACE_S))
         except RuntimeError:
             return  # no loop (a synchronous caller): the old channel is left to the collector
-        self._retiring.add(task)
-        task.add_done_callback(self._retiring.discard)
+        self._retiring[task] = old
+        task.add_done_callback(lambda done: self._retiring.pop(done, None))
 
     # The channel's interface, as stubs use it.
     def unary_unary(self, method: str, *args: Any, **kwargs: Any) -> Any:
@@ -158,9 +159,11 @@ class RotatingChannel(grpc.aio.Channel):
         await self.current().wait_for_state_change(last_observed_state)
 
     async def close(self, grace: float | None = None) -> None:
-        await self._current.close(grace)
-        for task in list(self._retiring):
+        """Closes every channel, the draining ones with the same grace as the current."""
+        draining = list(self._retiring.items())
+        for task, _ in draining:
             task.cancel()
+        await asyncio.gather(self._current.close(grace), *(old.close(grace) for _, old in draining))
 
     async def __aenter__(self) -> RotatingChannel:
         return self

@@ -23,11 +23,12 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from liftfit.access.v1 import access_pb2, access_pb2_grpc
 from liftfit.ops.v1 import operations_pb2, operations_pb2_grpc
 
-from servicekit import certificates, grpc_server
+from servicekit import certificates, grpc_server, mtls
 from servicekit.callers import caller_of
 from servicekit.config import Endpoint
 from servicekit.errors import reason_of
 from tests.support import tls
+from tests.support.waiting import eventually
 
 ACCESS = access_pb2.DESCRIPTOR.services_by_name["AccessService"].full_name
 OPS = operations_pb2.DESCRIPTOR.services_by_name["OperationsService"].full_name
@@ -193,12 +194,6 @@ def _serial_served(target: str, client: Path) -> int:
     return x509.load_der_x509_certificate(der).serial_number
 
 
-async def _until(condition: Any, seconds: float = 20.0) -> None:
-    async with asyncio.timeout(seconds):
-        while not await condition():
-            await asyncio.sleep(0.05)
-
-
 async def test_rotated_certificates_are_used_by_new_connections_with_no_failed_call(
     server: tuple[str, Desk], access_folder: Path, tmp_path: Path
 ) -> None:
@@ -218,10 +213,13 @@ async def test_rotated_certificates_are_used_by_new_connections_with_no_failed_c
                 failures.append(error)
             await asyncio.sleep(0.01)
 
+    async def made_calls(count: int) -> bool:
+        return calls > count
+
     async with grpc_server.channel(target, notify_folder) as channel:
         stop = asyncio.Event()
         caller = asyncio.create_task(keep_calling(channel, stop))
-        await _until(lambda: _true(calls > 5))
+        await eventually(lambda: made_calls(5), within=20)
         new_server_serial = _reissue(access_folder, "access")
         new_client_serial = _reissue(notify_folder, "notify")
 
@@ -233,14 +231,33 @@ async def test_rotated_certificates_are_used_by_new_connections_with_no_failed_c
         async def client_presents_the_new_one() -> bool:
             return new_client_serial in desk.client_serials
 
-        await _until(server_shows_the_new_one)
-        await _until(client_presents_the_new_one)
+        await eventually(server_shows_the_new_one, within=20)
+        await eventually(client_presents_the_new_one, within=20)
         settled = calls
-        await _until(lambda: _true(calls > settled + 5))
+        await eventually(lambda: made_calls(settled + 5), within=20)
         stop.set()
         await caller
     assert failures == []
 
 
-async def _true(value: bool) -> bool:
-    return value
+async def test_closing_a_rotated_channel_closes_the_draining_ones_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(mtls, "CHECK_EVERY_S", 0.0)  # look at the files on every call
+    folder = Path(shutil.copytree(tls.folder("notify"), tmp_path / "notify"))
+    made: list[grpc.aio.Channel] = []
+
+    def make(credentials: grpc.ChannelCredentials) -> grpc.aio.Channel:
+        made.append(grpc.aio.secure_channel("127.0.0.1:9", credentials))
+        return made[-1]
+
+    rotating = mtls.RotatingChannel(mtls.Identity(folder), make)
+    _reissue(folder, "notify")
+    rotating.current()  # sees the new files: the first channel starts draining
+    await rotating.close(0)
+    assert len(made) == 2
+    for channel in made:
+        with pytest.raises(grpc.aio.UsageError):
+            await health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(), timeout=1
+            )
