@@ -116,3 +116,13 @@ async def test_no_role_of_the_platform_is_a_superuser(infra: Infrastructure) -> 
         ).fetchall()
     assert sorted(name for name, *_ in rows) == sorted(roles)
     assert [name for name, *powers in rows if any(powers)] == []
+
+
+@pytest.mark.parametrize("role", ["liftfit_booking", "liftfit_payment_owner", "postgres"])
+async def test_over_tcp_a_role_needs_its_password(infra: Infrastructure, role: str) -> None:
+    """A neighbour who knows a role's name gets nothing without its password; the
+    cluster's superuser, which has none, cannot log in over TCP at all."""
+    here = urlsplit(infra.pg_admin_dsn)
+    guess = f"postgresql://{role}:{role}-guessed@{here.hostname}:{here.port}/postgres"
+    with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
+        await psycopg.AsyncConnection.connect(guess)

@@ -419,21 +419,6 @@ def drop_database(admin_dsn: str, name: str) -> None:
 
 # ----------------------------------------------------------------- migrated databases
 
-RUNTIME_ROLE = "liftfit_app"
-RUNTIME_PASSWORD = "liftfit_app"
-
-
-def ensure_runtime_role(admin_dsn: str) -> None:
-    """The role services run as: it may read and write rows, never create a table."""
-    with psycopg.connect(admin_dsn, autocommit=True, connect_timeout=10) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (RUNTIME_ROLE,))
-        if exists.fetchone() is None:
-            conn.execute(
-                sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB PASSWORD {}").format(
-                    sql.Identifier(RUNTIME_ROLE), sql.Literal(RUNTIME_PASSWORD)
-                )
-            )
-
 
 def as_role(url: str, user: str, password: str) -> str:
     parts = urlsplit(url)
@@ -442,6 +427,49 @@ def as_role(url: str, user: str, password: str) -> str:
     if parts.port:
         netloc += f":{parts.port}"
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def service_roles(service: str) -> tuple[str, str]:
+    """The roles a service's database has where `make up` runs it (deploy/boundary.yaml,
+    deploy/local/infra.sh): the migrations' owner and the rows-only runtime role. Their
+    passwords are their names, as on the local machine."""
+    return f"liftfit_{service}_owner", f"liftfit_{service}"
+
+
+def service_database(admin_dsn: str, service: str, name: str) -> tuple[str, str]:
+    """A fresh, empty database `name` confined as `service`'s own (`confine`). Returns its
+    owner's and its runtime role's URLs."""
+    url = create_database(admin_dsn, name)
+    owner, runtime = confine(admin_dsn, service, name)
+    return as_role(url, owner, owner), as_role(url, runtime, runtime)
+
+
+def confine(admin_dsn: str, service: str, name: str) -> tuple[str, str]:
+    """Database `name` as `make up` keeps a service's (deploy/local/infra.sh): owned by
+    the service's owner role, reachable only by it and the service's runtime role. Returns
+    the two roles, made when missing."""
+    owner, runtime = service_roles(service)
+    for role in (owner, runtime):
+        _ensure_role(admin_dsn, role)
+    database = sql.Identifier(name)
+    with psycopg.connect(admin_dsn, autocommit=True, connect_timeout=10) as conn:
+        alter = sql.SQL("ALTER DATABASE {} OWNER TO {}")
+        conn.execute(alter.format(database, sql.Identifier(owner)))
+        revoke = sql.SQL("REVOKE CONNECT, TEMPORARY ON DATABASE {} FROM PUBLIC")
+        conn.execute(revoke.format(database))
+        grant = sql.SQL("GRANT CONNECT ON DATABASE {} TO {}")
+        conn.execute(grant.format(database, sql.Identifier(runtime)))
+    return owner, runtime
+
+
+def _ensure_role(admin_dsn: str, role: str) -> None:
+    """A login role, neither superuser nor creator, whose password is its name."""
+    create = sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD {}")
+    with psycopg.connect(admin_dsn, autocommit=True, connect_timeout=10) as conn:
+        if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
+            return
+        with contextlib.suppress(errors.DuplicateObject, errors.UniqueViolation):
+            conn.execute(create.format(sql.Identifier(role), sql.Literal(role)))  # a race lost
 
 
 class MigratedTemplates:
@@ -457,7 +485,8 @@ class MigratedTemplates:
         self._lock = threading.Lock()
 
     def database(self, service: str, name: str) -> str:
-        """A fresh database `name` with `service`'s schema; returns the runtime role's URL."""
+        """A fresh database `name` with `service`'s schema, confined as the service's own;
+        returns the URL of the service's runtime role."""
         template = self._template(service)
         _check_name(name)
         drop_database(self._admin_dsn, name)
@@ -467,17 +496,18 @@ class MigratedTemplates:
                 sql.Identifier(name), sql.Identifier(template)
             ),
         )
-        return as_role(database_url(self._admin_dsn, name), RUNTIME_ROLE, RUNTIME_PASSWORD)
+        _, runtime = confine(self._admin_dsn, service, name)
+        return as_role(database_url(self._admin_dsn, name), runtime, runtime)
 
     def _template(self, service: str) -> str:
         with self._lock:
             if service not in self._templates:
                 from servicekit import migrations
 
-                ensure_runtime_role(self._admin_dsn)
                 name = f"tmpl_{service}_{os.getpid()}"
-                owner_url = create_database(self._admin_dsn, name)
-                migrations.upgrade(service, owner_url, RUNTIME_ROLE)
+                owner_url, runtime_url = service_database(self._admin_dsn, service, name)
+                runtime = urlsplit(runtime_url).username or ""
+                migrations.upgrade(service, owner_url, runtime)
                 self._templates[service] = name
             return self._templates[service]
 

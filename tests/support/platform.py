@@ -25,8 +25,8 @@ from tests.support import tls
 from tests.support.infrastructure import (
     KAFKA_ADMIN_PASSWORD,
     Infrastructure,
-    create_database,
     drop_database,
+    service_database,
 )
 from tests.support.sandboxes import CONTROL_TOKENS, free_port
 from tests.support.topics import PLATFORM_TOPICS, create_topics, delete_topics
@@ -89,12 +89,11 @@ def _environment(
     env = {**os.environ, "PLATFORM_STATE_DIR": str(state), "TOPIC_PREFIX": prefix}
     env["KAFKA_BOOTSTRAP"] = infra.kafka_bootstrap
     for part, name in names.items():
-        owner = create_database(infra.pg_admin_dsn, name).replace(
-            "postgresql://", "postgresql+psycopg://", 1
-        )
+        # Each part on a database of its own roles, as make up runs it (platform.env).
+        owner, runtime = service_database(infra.pg_admin_dsn, part, name)
         upper = part.upper()
-        env[f"{upper}_MIGRATION_DATABASE_URL"] = owner
-        env[f"{upper}_DATABASE_URL"] = _as_runtime_role(owner)
+        env[f"{upper}_MIGRATION_DATABASE_URL"] = _with_driver(owner)
+        env[f"{upper}_DATABASE_URL"] = _with_driver(runtime)
         env[f"{upper}_GRPC_ADDRESS"] = f"127.0.0.1:{free_port()}"
         env[f"{upper}_TLS_DIR"] = tls.folder(part)  # as scripts/platform.sh points them
         if part != "gateway":  # the gateway serves /metrics on its own address
@@ -138,10 +137,8 @@ def _unlimited_writes() -> dict[str, str]:
     }
 
 
-def _as_runtime_role(owner_url: str) -> str:
-    """The services run as the rows-only role the migrations grant (platform.env's)."""
-    user_and_host = owner_url.split("://", 1)[1].split("@", 1)[1]
-    return f"postgresql+psycopg://liftfit_app:liftfit_app@{user_and_host}"
+def _with_driver(url: str) -> str:
+    return url.replace("postgresql://", "postgresql+psycopg://", 1)
 
 
 async def _run_script(env: dict[str, str], state: Path) -> str:
