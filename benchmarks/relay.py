@@ -5,8 +5,9 @@
 2. Bare: the same 20,000 messages sent by a bare idempotent aiokafka producer, for scale.
    Bursts and bare runs alternate for three rounds; the figures are the rounds' medians.
 3. Steady: rows committed at 1,000 rows/s for 10 s while the relay runs: p99 latency.
-All of it on the platform's broker (authenticated, ACLs), then on a throwaway broker with the
-same settings less its security (benchmarks.open_broker), to show what the boundary costs.
+All of it on the platform's broker (authenticated, ACLs) and on a throwaway broker with the
+same settings less its security (benchmarks.open_broker), both running, each warmed by one
+uncounted burst, the rounds alternating between them: what the boundary costs.
 The last line is one JSON object with the figures, the second broker's under
 `without_boundary`.
 """
@@ -20,7 +21,9 @@ import os
 import statistics
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
@@ -41,6 +44,7 @@ STEADY_RATE = 1_000
 ROUNDS = 3
 STEADY_SECONDS = 10
 CREDENTIALS = ("KAFKA_USERNAME", "KAFKA_PASSWORD")
+SECURED, OPEN = "secured", "open"
 
 
 class Receiver:
@@ -197,43 +201,91 @@ async def _start_relay(sessions, tables: EventingTables, bootstrap: str):  # typ
     return asyncio.create_task(relay.run(stopping)), stopping, producer
 
 
-async def measure(bootstrap: str, pg_admin_dsn: str) -> dict[str, float]:
-    """Every figure of the benchmark against the broker at `bootstrap`, authenticating as
-    this process's environment says (servicekit.kafka_access)."""
+@dataclass
+class Broker:
+    """One broker under measurement, with this run's database, tables and topics on it."""
+
+    label: str
+    bootstrap: str
+    secured: bool
+    sessions: Any
+    tables: EventingTables
+    topics: dict[str, str]
+    rounds: list[dict[str, float]] = field(default_factory=list)
+
+    @contextlib.contextmanager
+    def as_client(self) -> Iterator[None]:
+        """This process's Kafka clients as this broker wants them: the open one has no
+        credentials to check (servicekit.kafka_access reads them when a client is made)."""
+        if self.secured:
+            yield
+            return
+        with unauthenticated():
+            yield
+
+    async def burst(self, topic: str) -> dict[str, float]:
+        with self.as_client():
+            return await burst(self.sessions, self.tables, self.bootstrap, self.topics[topic])
+
+    async def bare(self, topic: str) -> float:
+        with self.as_client():
+            return await bare(self.bootstrap, self.topics[topic])
+
+    async def steady(self) -> float:
+        with self.as_client():
+            return await steady(self.sessions, self.tables, self.bootstrap, self.topics["steady"])
+
+
+@contextlib.asynccontextmanager
+async def prepared(
+    label: str, bootstrap: str, secured: bool, pg_admin_dsn: str
+) -> AsyncIterator[Broker]:
+    """A database of its own for the relay's outbox and this run's topics on the broker."""
     name = f"bench_relay_{uuid.uuid4().hex[:8]}"
     url = create_database(pg_admin_dsn, name).replace("postgresql://", "postgresql+psycopg://")
     metadata = MetaData()
     tables = add_eventing_tables(metadata)
     engine = db.make_engine(url)
     await create_tables(engine, metadata)
-    sessions = db.make_session_factory(engine)
     prefix = f"bench{uuid.uuid4().hex[:6]}."
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **client_security())
+    names = ["warm", "steady"] + [f"{kind}{i}" for i in range(ROUNDS) for kind in ("burst", "bare")]
+    topics = {topic: prefix + topic for topic in names}
+    broker = Broker(label, bootstrap, secured, db.make_session_factory(engine), tables, topics)
+    with broker.as_client():
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **client_security())
     await admin.start()
-    names = [f"{kind}{i}" for i in range(ROUNDS) for kind in ("burst", "bare")] + ["steady"]
-    topics = {name: prefix + name for name in names}
     await admin.create_topics([NewTopic(t, 6, 1) for t in topics.values()])
-    rounds: list[dict[str, float]] = []
     try:
-        # Relay and bare producer alternate, so both see the same machine; medians of the rounds.
-        for i in range(ROUNDS):
-            figures = await burst(sessions, tables, bootstrap, topics[f"burst{i}"])
-            figures["bare_rows_per_s"] = await bare(bootstrap, topics[f"bare{i}"])
-            rounds.append(figures)
-            print(
-                f"round {i + 1}: relay {figures['relay_rows_per_s']:.0f} rows/s, "
-                f"bare {figures['bare_rows_per_s']:.0f} rows/s"
-            )
-        steady_p99 = await steady(sessions, tables, bootstrap, topics["steady"])
+        yield broker
     finally:
         await admin.delete_topics(list(topics.values()))
         await admin.close()
         await engine.dispose()
         drop_database(pg_admin_dsn, name)
 
-    def median(name: str) -> float:
-        return statistics.median(r[name] for r in rounds)
 
+async def measure(brokers: list[Broker]) -> None:
+    """Every broker gets one uncounted burst first (a broker started for this run has a
+    cold JVM), then the rounds alternate between them, relay then bare producer, so each
+    broker sees the same machine."""
+    for broker in brokers:
+        await broker.burst("warm")
+    for i in range(ROUNDS):
+        for broker in brokers:
+            figures = await broker.burst(f"burst{i}")
+            figures["bare_rows_per_s"] = await broker.bare(f"bare{i}")
+            broker.rounds.append(figures)
+            print(
+                f"round {i + 1}, {broker.label}: relay {figures['relay_rows_per_s']:.0f} rows/s, "
+                f"bare {figures['bare_rows_per_s']:.0f} rows/s"
+            )
+
+
+async def summary(broker: Broker) -> dict[str, float]:
+    def median(name: str) -> float:
+        return statistics.median(r[name] for r in broker.rounds)
+
+    steady_p99 = await broker.steady()
     result = {
         "relay_rows_per_s": round(median("relay_rows_per_s"), 1),
         "bare_rows_per_s": round(median("bare_rows_per_s"), 1),
@@ -243,12 +295,12 @@ async def measure(bootstrap: str, pg_admin_dsn: str) -> dict[str, float]:
         "p99_ms_at_1000_rows_per_s": round(steady_p99, 1),
     }
     print(
-        f"medians of {ROUNDS} rounds of {BURST_ROWS} rows: "
+        f"{broker.label}: medians of {ROUNDS} rounds of {BURST_ROWS} rows: "
         f"relay {result['relay_rows_per_s']} rows/s, "
-        f"bare producer {result['bare_rows_per_s']} rows/s, ratio {result['ratio']}"
+        f"bare producer {result['bare_rows_per_s']} rows/s, ratio {result['ratio']}; "
+        f"burst commit-to-consume p50 {result['p50_ms']} ms, p99 {result['p99_ms']} ms; "
+        f"steady {STEADY_RATE} rows/s for {STEADY_SECONDS}s: p99 {steady_p99:.1f} ms"
     )
-    print(f"burst commit-to-consume latency: p50 {result['p50_ms']} ms, p99 {result['p99_ms']} ms")
-    print(f"steady {STEADY_RATE} rows/s for {STEADY_SECONDS}s: p99 {steady_p99:.1f} ms")
     return result
 
 
@@ -263,15 +315,21 @@ def unauthenticated() -> Iterator[None]:
 
 
 async def main() -> None:
-    """The platform's broker (SASL/SCRAM, the StandardAuthorizer), then the same broker's
-    settings without either (benchmarks.open_broker), one after the other on one machine."""
+    """The platform's broker (SASL/SCRAM, the StandardAuthorizer) and, running beside it,
+    a broker with the same settings less either (benchmarks.open_broker)."""
     infra = ensure_infrastructure()
-    print("== the platform's broker: SASL/SCRAM-SHA-512, the StandardAuthorizer")
-    result = await measure(infra.kafka_bootstrap, infra.pg_admin_dsn)
-    print("== the same settings without authentication or ACLs (for this comparison only)")
-    with unauthenticated():
-        async with open_broker() as bootstrap:
-            without = await measure(bootstrap, infra.pg_admin_dsn)
+    print(
+        f"brokers: {SECURED} (the platform's: SASL/SCRAM-SHA-512, the StandardAuthorizer) "
+        f"and {OPEN} (the same settings without authentication or ACLs, started for this run)"
+    )
+    async with (
+        open_broker() as open_bootstrap,
+        prepared(SECURED, infra.kafka_bootstrap, True, infra.pg_admin_dsn) as secured,
+        prepared(OPEN, open_bootstrap, False, infra.pg_admin_dsn) as without_security,
+    ):
+        await measure([secured, without_security])
+        result = await summary(secured)
+        without = await summary(without_security)
     ratios = {
         f"{key}_ratio_on_off": round(result[key] / without[key], 3)
         for key in ("relay_rows_per_s", "bare_rows_per_s")
