@@ -4,7 +4,7 @@ booking. Past a limit the answer is 429 `rate_limited` with `Retry-After`; nothi
 A write is a POST, PUT, PATCH or DELETE under `/v1`, except the card gateway's
 notification: its signature authenticates it, and it comes from the provider's few
 addresses, so a limit by address would drop payments. The address is the ASGI client's:
-behind a proxy, uvicorn's `--forwarded-allow-ips` makes it the client's own.
+the peer's, or the client's as a proxy named in GATEWAY_TRUSTED_PROXIES says it.
 
 Settings (per minute, and how many at once): GATEWAY_WRITES_PER_CALLER_PER_MINUTE (60) and
 _BURST (30); GATEWAY_WRITES_PER_ADDRESS_PER_MINUTE (600) and _BURST (200), higher, since

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
@@ -77,12 +78,27 @@ def _from_env() -> Configured:
 async def _serve(configured: Configured) -> None:
     # Built inside the running loop: gRPC's channels belong to the loop that made them.
     app = bootstrap(configured.settings, configured.identity)
-    host, _, port = configured.settings.address.rpartition(":")
+    server = uvicorn.Server(server_config(app, configured.settings))
+    await server.serve()
+
+
+def server_config(app: Any, settings: Settings) -> uvicorn.Config:
+    host, _, port = settings.address.rpartition(":")
+    # X-Forwarded-For names the client only from a proxy the settings name: uvicorn's own
+    # default trusts the loopback, so a client on the gateway's host could be anyone for
+    # the rate limits by address.
+    proxies = list(settings.trusted_proxies)
     # No logging configuration of uvicorn's own: its lines (one per request from
     # uvicorn.access, inside the request's span) go through the process's JSON handler.
-    config = uvicorn.Config(app, host=host, port=int(port), log_level="info", log_config=None)
-    server = uvicorn.Server(config)
-    await server.serve()
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=int(port),
+        log_level="info",
+        log_config=None,
+        proxy_headers=bool(proxies),
+        forwarded_allow_ips=proxies,
+    )
 
 
 main = service_main("gateway", _from_env, _serve)

@@ -13,12 +13,16 @@ GATEWAY_DRIFT_PAYMENT_OPEN_AFTER_SECONDS (an ended booking's payment still open,
 GATEWAY_DRIFT_UNPAID_AFTER_SECONDS (a confirmed booking whose payment is not paid, 300) and
 GATEWAY_DRIFT_CREDENTIAL_AFTER_SECONDS (an active door code for a booking not confirmed,
 300).
+GATEWAY_TRUSTED_PROXIES (the addresses or networks of the proxies in front of the gateway,
+comma-separated: only a request from one of them may name the client's address in
+`X-Forwarded-For`; unset, no one may, and the rate limits by address count the peer).
 Identity settings are read by gateway_bff.identity, the rate limits' by
 gateway_bff.limits.
 """
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -43,6 +47,7 @@ class Settings:
     traces_url: str = ""
     drift: DriftBounds = field(default_factory=DriftBounds)
     limits: LimitSettings = field(default_factory=LimitSettings)
+    trusted_proxies: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -67,8 +72,20 @@ class Settings:
                 credential_after=_seconds("GATEWAY_DRIFT_CREDENTIAL_AFTER_SECONDS", 300),
             ),
             limits=LimitSettings.from_env(),
+            trusted_proxies=_networks("GATEWAY_TRUSTED_PROXIES"),
         )
 
 
 def _seconds(name: str, default: int) -> timedelta:
     return timedelta(seconds=config.integer(name, default, minimum=1))
+
+
+def _networks(name: str) -> tuple[str, ...]:
+    """Addresses or networks ("10.0.0.0/8, 192.0.2.7"), each checked; "" is none."""
+    given = tuple(part.strip() for part in config.optional(name, "").split(",") if part.strip())
+    for network in given:
+        try:
+            ipaddress.ip_network(network, strict=False)
+        except ValueError:
+            raise config.SettingError(name, f"{network!r} is not an address or network") from None
+    return given
