@@ -17,7 +17,9 @@ import pytest
 
 from tests.notify.conftest import mail_sandbox  # noqa: F401  (the notify workers' case)
 from tests.support.card_gateway import running_card_gateway
+from tests.support.infrastructure import Infrastructure
 from tests.support.notification_entry import NotificationEntry
+from tests.support.platform import grant_kafka_access
 from tests.support.processes import (
     RUNNING_PLATFORM,
     ProcessPlatform,
@@ -55,6 +57,7 @@ async def point_sandbox_at(sandbox: Sandbox, notify_url: str) -> None:
 @pytest.fixture
 async def make_platform(
     request: pytest.FixtureRequest,
+    infra: Infrastructure,
     service_database: Callable[[str], str],
     new_topics: Callable[[dict[str, int]], Awaitable[str]],
     kafka_bootstrap: str,
@@ -67,11 +70,13 @@ async def make_platform(
     entries: list[NotificationEntry] = []
 
     async def make(**overrides: str) -> ProcessPlatform:
+        prefix = await new_topics(TOPICS)
+        await grant_kafka_access(infra, prefix)  # each process is its own principal
         env = service_environment(
             booking_database_url=service_database("booking"),
             payment_database_url=service_database("payment"),
             kafka_bootstrap=kafka_bootstrap,
-            topic_prefix=await new_topics(TOPICS),
+            topic_prefix=prefix,
             sandbox=sandbox,
             overrides=overrides,
         )

@@ -107,6 +107,11 @@ class ServiceProcess:
     def __init__(self, name: str, env: Mapping[str, str], log_dir: Path) -> None:
         self.name = name
         self.env = dict(env)
+        password = env.get(f"{name.upper()}_KAFKA_PASSWORD")
+        if password:  # platform.env's: Kafka as the service's own principal, as
+            # scripts/platform.sh starts it; the topics' prefix needs its ACLs
+            # (tests.support.platform.grant_kafka_access).
+            self.env |= {"KAFKA_USERNAME": name, "KAFKA_PASSWORD": password}
         self.log_path = log_dir / f"{name}.log"
         self.grpc_target = self.env[f"{name.upper()}_GRPC_ADDRESS"]
         self.spawned_at = 0.0
