@@ -62,6 +62,9 @@ class LagSettings:
     group_prefix: str
     only: tuple[str, ...] = ()  # these groups alone; empty: every group with the prefix
     client_id: str = "gateway-lag"
+    # KAFKA_USERNAME and KAFKA_PASSWORD of the principal that reads (servicekit.kafka_access);
+    # None: the process's own, from its environment.
+    principal: Mapping[str, str] | None = None
 
     def wants(self, group: str) -> bool:
         if self.only:
@@ -97,7 +100,7 @@ class ConsumerLag:
             bootstrap_servers=self._settings.kafka_bootstrap,
             client_id=self._settings.client_id,
             request_timeout_ms=timeout_ms,
-            **client_security(),
+            **client_security(self._settings.principal),
         )
         try:
             await admin.start()
@@ -170,7 +173,7 @@ async def _end_offsets(
         enable_auto_commit=False,
         isolation_level="read_committed",
         request_timeout_ms=timeout_ms,
-        **client_security(),
+        **client_security(settings.principal),
     )
     try:
         await consumer.start()
