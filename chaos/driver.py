@@ -13,10 +13,22 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import asdict
 
-from chaos.faults import Injector
-from chaos.journal import Journal
-from chaos.schedule import FaultKind, PlannedFault, contends
+from chaos.faults import Chaos, Injector
+from chaos.journal import OK, Journal
+from chaos.schedule import FaultKind, PlannedFault, contends, heal_at, plan
+
+SCHEDULE = "schedule"  # the kind of the journal's first line, the schedule itself
+
+
+async def soak(chaos: Chaos, seed: int, minutes: float) -> None:
+    """The faults of a soak of `minutes`: the seed's schedule on chaos's platform, healed
+    at the end. Quiescence is the caller's to wait for (chaos.quiescence)."""
+    schedule = plan(seed, minutes)
+    await inject(
+        schedule, chaos.injectors, chaos.journal, chaos.heal_everything, heal_at(minutes), seed
+    )
 
 
 async def inject(
@@ -25,11 +37,16 @@ async def inject(
     journal: Journal,
     heal_everything: Callable[[], Awaitable[object]],
     heal_at: float,
+    seed: int | None = None,
 ) -> None:
     """Applies and heals the schedule's faults (sorted by offset), then heals everything at
-    `heal_at` seconds from now, or later when a fault waited or healed past it."""
+    `heal_at` seconds from now, or later when a fault waited or healed past it. The journal's
+    first line is the schedule, with the seed it was drawn from."""
     loop = asyncio.get_running_loop()
     start = loop.time()
+    planned = f"{len(schedule)} faults, everything healed at {heal_at:.0f} s"
+    faults = [asdict(fault) for fault in schedule]
+    journal.write(SCHEDULE, "platform", "plan", OK, planned, seed=seed, faults=faults)
     healed = [asyncio.Event() for _ in schedule]
 
     async def run(index: int, fault: PlannedFault) -> None:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 OK, FAILED = "ok", "failed"
 DETAIL_CHARS = 2000  # a failed restart's output holds every process's last log lines
@@ -65,7 +65,7 @@ class Journal:
         self.write(kind, target, action, OK, detail, **more)
         return True
 
-    def lines(self) -> list[dict[str, object]]:
+    def lines(self) -> list[dict[str, Any]]:
         """Every line written so far, oldest first."""
         with self.path.open(encoding="utf-8") as written:
             return [json.loads(line) for line in written if line.strip()]

@@ -63,7 +63,7 @@ async def test_each_fault_is_applied_at_its_offset_healed_after_its_duration_the
         PlannedFault(0.1, PAUSE, "notify", 0.02),
         PlannedFault(0.15, DROPS, "mail-sandbox", 0.02, {"refuse_next": 1}),
     ]
-    await inject(schedule, _injectors(recorder), journal, recorder.heal_everything, heal_at=0.3)
+    await inject(schedule, _injectors(recorder), journal, recorder.heal_everything, 0.3, seed=7)
     assert recorder.calls == [
         ("apply", KILL, "booking"),
         ("apply", PAUSE, "notify"),
@@ -73,7 +73,9 @@ async def test_each_fault_is_applied_at_its_offset_healed_after_its_duration_the
         ("heal", KILL, "booking"),
     ]
     assert recorder.healed_everything == 1
-    lines = journal.lines()
+    planned, *lines = journal.lines()
+    assert (planned["kind"], planned["action"], planned["seed"]) == ("schedule", "plan", 7)
+    assert [fault["kind"] for fault in planned["faults"]] == [KILL, PAUSE, DROPS]
     assert [(line["action"], line["fault"], line["outcome"]) for line in lines] == [
         ("apply", 0, "ok"),
         ("apply", 1, "ok"),
@@ -97,14 +99,15 @@ async def test_a_fault_that_fails_to_apply_is_journalled_and_healed_and_the_sche
     ]
     injectors = _injectors(recorder, process_kill=broken)
     await inject(schedule, injectors, journal, recorder.heal_everything, heal_at=0.1)
-    outcomes = [(line["kind"], line["action"], line["outcome"]) for line in journal.lines()]
+    _, *lines = journal.lines()
+    outcomes = [(line["kind"], line["action"], line["outcome"]) for line in lines]
     assert outcomes == [
         (KILL, "apply", "failed"),
         (KILL, "heal", "ok"),
         (PAUSE, "apply", "ok"),
         (PAUSE, "heal", "ok"),
     ]
-    assert "OSError: no such process" in str(journal.lines()[0]["detail"])
+    assert "OSError: no such process" in str(lines[0]["detail"])
 
 
 async def test_a_fault_waits_until_an_earlier_one_on_its_process_has_healed(
