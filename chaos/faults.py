@@ -17,6 +17,7 @@ one always gets SIGCONT. `heal_everything` heals every kind at once, whatever wa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from collections.abc import Callable, Mapping
@@ -29,7 +30,9 @@ import httpx
 from chaos.journal import Journal
 from chaos.schedule import (
     CARD_GATEWAY,
+    CONSUMERS,
     KAFKA,
+    KILLABLE,
     LOCK_PROVIDER,
     MAIL_SANDBOX,
     POSTGRES,
@@ -51,6 +54,14 @@ SIGNALLED_WITHIN_S = 5.0
 CONTROL_TIMEOUT_S = 5.0
 HEALING = "heal_everything"
 STOPPED = ("T", "t")  # /proc's letters of a stopped process
+# The module each process that a fault may stop runs (`python -m <module>`, platform.sh).
+MODULES = {
+    **{service: f"services.{service}" for service in CONSUMERS},
+    "gateway": "gateway_bff",
+    CARD_GATEWAY: "sandboxes.card_gateway",
+    LOCK_PROVIDER: "sandboxes.lock_provider",
+    MAIL_SANDBOX: "sandboxes.mail",
+}
 
 
 class Injector(Protocol):
@@ -77,6 +88,21 @@ def alive(pid: int) -> bool:
     return process_state(pid) not in (None, "Z", "X")
 
 
+def running_pid(platform: Platform, name: str) -> int:
+    """The pid of the platform's process `name`, checked as scripts/platform.sh checks it:
+    alive and still running the platform's module, for a pid number may since have been
+    given to a process that is none of ours, which no signal of the soak may reach."""
+    pid = platform.pid(name)
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        command = []
+    module = MODULES[name].encode()
+    if not alive(pid) or module not in command or b"-m" not in command:
+        raise ProcessLookupError(f"{name} does not run (pid file: {pid})")
+    return pid
+
+
 class Orchestrator:
     """Starts again what is not running, one `platform.sh up` at a time: two at once
     would both start a process they both found dead."""
@@ -97,15 +123,14 @@ class ProcessKill:
     orchestrator: Orchestrator
 
     async def apply(self, fault: PlannedFault) -> str:
-        pid = self.orchestrator.platform.pid(fault.target)
+        pid = running_pid(self.orchestrator.platform, fault.target)
         os.kill(pid, signal.SIGKILL)
         await _until(lambda: not alive(pid), GONE_WITHIN_S)
         return f"SIGKILL to pid {pid}; the process is gone"
 
     async def heal(self, fault: PlannedFault) -> str:
         restarted = await self.orchestrator.restart()
-        pid = self.orchestrator.platform.pid(fault.target)
-        assert alive(pid), f"{fault.target} (pid {pid}) is not running after the restart"
+        pid = running_pid(self.orchestrator.platform, fault.target)
         return f"{restarted}; {fault.target} runs as pid {pid}"
 
 
@@ -115,14 +140,14 @@ class ConsumerPause:
     paused: dict[str, int] = field(default_factory=dict)  # target -> the pid stopped
 
     async def apply(self, fault: PlannedFault) -> str:
-        pid = self.platform.pid(fault.target)
+        pid = running_pid(self.platform, fault.target)
         self.paused[fault.target] = pid
         os.kill(pid, signal.SIGSTOP)
         await _until(lambda: process_state(pid) in STOPPED, SIGNALLED_WITHIN_S)
         return f"SIGSTOP to pid {pid}; the process is stopped"
 
     async def heal(self, fault: PlannedFault) -> str:
-        pid = self.paused.pop(fault.target, None) or self.platform.pid(fault.target)
+        pid = self.paused.pop(fault.target, None) or running_pid(self.platform, fault.target)
         os.kill(pid, signal.SIGCONT)
         await _until(lambda: process_state(pid) not in STOPPED, SIGNALLED_WITHIN_S)
         return f"SIGCONT to pid {pid}; the process runs"
@@ -275,11 +300,11 @@ class Chaos:
 
     async def _continue_every_process(self) -> str:
         continued = []
-        for pid_file in sorted((self.platform.state / "run").glob("*.pid")):
-            pid = int(pid_file.read_text().strip() or 0)
-            if pid > 0 and alive(pid):
+        for name in KILLABLE:
+            with contextlib.suppress(OSError):  # not running: `up` starts it next
+                pid = running_pid(self.platform, name)
                 os.kill(pid, signal.SIGCONT)
-                continued.append(f"{pid_file.stem} ({pid})")
+                continued.append(f"{name} ({pid})")
         return "SIGCONT to " + (", ".join(continued) or "no running process")
 
     async def _clear(self, controls: SandboxControls) -> str:
