@@ -3,7 +3,9 @@ then, at the heal point, everything healed, whatever happened before.
 
 The schedule keeps faults that contend for one resource apart in time, with room for the
 target's recovery; a restart on a loaded machine may still take longer, so a fault also
-waits until every earlier fault it contends with has healed. A fault whose apply failed is
+waits until every earlier fault it contends with has healed. Faults are applied in the
+schedule's order whatever their timing, a fault held back holding back those after it, so
+a replayed seed applies the same faults in the same order. A fault whose apply failed is
 healed all the same (a heal handles any state), and the schedule goes on. When the run
 ends early (cancelled, or the caller's failure) the heal of everything still runs, so no
 run leaves the broker or the database down or a process stopped.
@@ -47,18 +49,24 @@ async def inject(
     planned = f"{len(schedule)} faults, everything healed at {heal_at:.0f} s"
     faults = [asdict(fault) for fault in schedule]
     journal.write(SCHEDULE, "platform", "plan", OK, planned, seed=seed, faults=faults)
+    applied = [asyncio.Event() for _ in schedule]
     healed = [asyncio.Event() for _ in schedule]
 
     async def run(index: int, fault: PlannedFault) -> None:
+        injector = injectors[fault.kind]
+        where = {"fault": index, "planned_offset": fault.offset}
         try:
             await asyncio.sleep(max(0.0, start + fault.offset - loop.time()))
+            if index > 0:
+                await applied[index - 1].wait()
             for earlier in range(index):
                 if contends(schedule[earlier], fault):
                     await healed[earlier].wait()
-            injector = injectors[fault.kind]
-            where = {"fault": index, "planned_offset": fault.offset}
             act = injector.apply(fault)
             await journal.attempt(fault.kind, fault.target, "apply", act, **where)
+        finally:
+            applied[index].set()
+        try:
             await asyncio.sleep(fault.duration)  # the fault's planned length, not a wait for it
             await journal.attempt(fault.kind, fault.target, "heal", injector.heal(fault), **where)
         finally:

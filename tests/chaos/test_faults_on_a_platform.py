@@ -158,5 +158,7 @@ async def test_one_fault_of_every_kind_from_a_seeds_schedule_is_applied_and_heal
         for index, fault in enumerate(schedule):
             actions = [line["action"] for line in lines if line.get("fault") == index]
             assert actions == ["apply", "heal"], f"seed {seed}: {fault}"
+        applied = [line["fault"] for line in lines if line["action"] == "apply"]
+        assert applied == list(range(len(schedule))), f"seed {seed}"
         assert sum(line["kind"] == HEALING for line in lines) == 4 + len(chaos.sandboxes)
         await comes_to_rest(Quiescence(settings_of(platform)))
