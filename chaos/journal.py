@@ -1,10 +1,11 @@
 """The soak's record of what it did to the platform: one JSON line per action, written and
 flushed as it happens, so a run that crashes keeps every line up to the crash.
 
-A line has the wall-clock time (`at`, UTC), the seconds since the journal opened
-(`elapsed_s`), the fault's `kind` and `target`, the `action` (apply, heal, or a step of
-healing everything), its `outcome` (ok or failed) and a `detail` saying what was done or
-what went wrong; a line about a planned fault also has its place in the schedule (`fault`).
+A line has the wall-clock time it was done (`at`, UTC) and the seconds since the journal
+opened (`elapsed_s`), the fault's `kind` and `target`, the `action` (apply, heal, or a step
+of healing everything), its `outcome` (ok or failed) and a `detail` saying what was done or
+what went wrong; an action's line also has the time it began (`began_at`), and a line about
+a planned fault its place in the schedule (`fault`, `planned_offset`).
 """
 
 from __future__ import annotations
@@ -55,14 +56,16 @@ class Journal:
     async def attempt(
         self, kind: str, target: str, action: str, act: Awaitable[str], **more: object
     ) -> bool:
-        """Awaits `act` (which says what it did) and writes its line; a failure is written,
-        never raised, so the soak goes on. True when it succeeded."""
+        """Awaits `act` (which says what it did) and writes its line, with the time it began
+        (`began_at`: stopping a broker takes seconds); a failure is written, never raised, so
+        the soak goes on. True when it succeeded."""
+        began = {"began_at": self._clock().isoformat(timespec="milliseconds"), **more}
         try:
             detail = await act
         except Exception as error:  # any injector's failure is a line of the record
-            self.write(kind, target, action, FAILED, f"{type(error).__name__}: {error}", **more)
+            self.write(kind, target, action, FAILED, f"{type(error).__name__}: {error}", **began)
             return False
-        self.write(kind, target, action, OK, detail, **more)
+        self.write(kind, target, action, OK, detail, **began)
         return True
 
     def lines(self) -> list[dict[str, Any]]:

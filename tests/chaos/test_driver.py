@@ -93,7 +93,10 @@ async def test_each_fault_is_applied_at_its_offset_healed_after_its_duration_the
         ("heal", 2, "ok"),
         ("heal", 0, "ok"),
     ]
-    assert {"at", "elapsed_s", "kind", "target", "detail", "planned_offset"} <= lines[0].keys()
+    assert {"at", "began_at", "elapsed_s", "kind", "target", "detail", "planned_offset"} <= set(
+        lines[0]
+    )
+    assert all(line["began_at"] <= line["at"] for line in lines)
 
 
 async def test_a_fault_that_fails_to_apply_is_journalled_and_healed_and_the_schedule_goes_on(
