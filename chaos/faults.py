@@ -190,6 +190,13 @@ class SandboxControls:
             faults: dict[str, object] = answer.json()
         return faults
 
+    async def current(self) -> dict[str, object]:
+        async with self._client() as client:
+            answer = await client.get("/_sandbox/faults")
+            answer.raise_for_status()
+            faults: dict[str, object] = answer.json()
+        return faults
+
     async def clear(self) -> None:
         async with self._client() as client:
             (await client.delete("/_sandbox/faults")).raise_for_status()

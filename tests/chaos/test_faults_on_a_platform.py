@@ -2,9 +2,10 @@
 databases, topics, ports and state folder; the shared one is not disturbed): booking killed
 stops answering its health check and serves again once `platform.sh up` restarted it;
 notify stopped does not answer until it is continued; the mail sandbox refuses a mail with
-a 4xx while its fault is on and takes it once healed. Then everything is healed, every
-action is in the journal, and the platform comes to rest: outboxes empty, no consumer
-behind, no timer due."""
+a 4xx while its fault is on and takes it once healed. Faults left applied, as a crashed run
+would leave them (notify stopped, the mail sandbox killed, the card gateway dropping
+notifications), end when everything is healed; every action is in the journal, and the
+platform comes to rest: outboxes empty, no consumer behind, no timer due."""
 
 from __future__ import annotations
 
@@ -21,7 +22,14 @@ from chaos.driver import inject
 from chaos.faults import HEALING, Chaos, settings_of
 from chaos.journal import Journal
 from chaos.quiescence import Quiescence
-from chaos.schedule import MAIL_SANDBOX, FaultKind, PlannedFault, plan
+from chaos.schedule import (
+    CARD_GATEWAY,
+    LOCK_PROVIDER,
+    MAIL_SANDBOX,
+    FaultKind,
+    PlannedFault,
+    plan,
+)
 from tests.gateway.api import Api
 from tests.sandboxes.test_mail import access_mail, recipient, send
 from tests.support import tls
@@ -32,6 +40,7 @@ from tests.support.sandboxes import MailSandbox
 from tests.support.waiting import eventually
 
 CHECK_TIMEOUT_S = 2.0
+DROPPED = {"drop_notifications": True}
 REFUSED = {"refuse_next": 1000, "refuse_code": 451, "refuse_at": "data"}  # whatever notify sends
 QUIESCENT_WITHIN_S = 180.0
 SHORTENED_S = 3.0
@@ -71,7 +80,7 @@ def mail_sandbox(platform: Platform) -> MailSandbox:
 
 
 @pytest.mark.timeout(900)
-async def test_killed_stopped_and_sandbox_faults_are_seen_then_healed_and_the_platform_rests(
+async def test_faults_are_seen_then_healed_what_a_crashed_run_left_is_healed_and_all_rests(
     infra: Infrastructure, tmp_path: Path
 ) -> None:
     async with started_platform(infra, tmp_path / "state") as platform:
@@ -119,17 +128,40 @@ async def test_killed_stopped_and_sandbox_faults_are_seen_then_healed_and_the_pl
         await attempt(refusal, "heal")
         await send(mail, access_mail(recipient()))
 
+        # A run that ends without its heals (a crash) leaves these; healing everything ends them.
+        left = [
+            PlannedFault(0.0, FaultKind.CONSUMER_PAUSE, "notify", 0.0),
+            PlannedFault(0.0, FaultKind.PROCESS_KILL, MAIL_SANDBOX, 0.0),
+            PlannedFault(0.0, FaultKind.CARD_NOTIFICATIONS_DROPPED, CARD_GATEWAY, 0.0, DROPPED),
+        ]
+        for fault in left:
+            await attempt(fault, "apply")
+        await eventually(notify_down, within=10)
         assert await chaos.heal_everything(), journal.lines()
+        assert await serving(platform, "notify")
+        await send(mail, access_mail(recipient()))  # the mail sandbox was started again
+        card_faults = await chaos.sandboxes[CARD_GATEWAY].current()
+        assert card_faults["drop_notifications"] is False
+
         done = [(line["kind"], line["target"], line["action"]) for line in journal.lines()]
-        assert done[:6] == [
+        assert done[:9] == [
             (FaultKind.PROCESS_KILL, "booking", "apply"),
             (FaultKind.PROCESS_KILL, "booking", "heal"),
             (FaultKind.CONSUMER_PAUSE, "notify", "apply"),
             (FaultKind.CONSUMER_PAUSE, "notify", "heal"),
             (FaultKind.MAIL_REFUSED_4XX, MAIL_SANDBOX, "apply"),
             (FaultKind.MAIL_REFUSED_4XX, MAIL_SANDBOX, "heal"),
+            *((fault.kind, fault.target, "apply") for fault in left),
         ]
-        assert {target for kind, target, _ in done[6:]} >= {"postgres", "kafka", "processes"}
+        healed = {target for kind, target, _ in done[9:] if kind == HEALING}
+        assert healed == {
+            "postgres",
+            "kafka",
+            "processes",
+            CARD_GATEWAY,
+            LOCK_PROVIDER,
+            MAIL_SANDBOX,
+        }
 
         await comes_to_rest(quiescence)
 
