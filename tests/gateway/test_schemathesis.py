@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -22,7 +23,11 @@ CHECKS = "all"
 HOOKS = "tests.gateway.schemathesis_hooks"
 SECRETS = "CARD_GATEWAY_WEBHOOK_SECRETS"
 SEED = os.environ.get("SCHEMATHESIS_SEED", "20261201")
-BUDGET_S = os.environ.get("SCHEMATHESIS_MAX_TIME", "60")
+# Drawing text from the printable-text pattern (hundreds of Unicode ranges) costs the
+# examples and coverage phases some seconds: the budget leaves the stateful phase its share
+# on a busy machine.
+BUDGET_S = os.environ.get("SCHEMATHESIS_MAX_TIME", "90")
+STATEFUL_SCENARIOS = re.compile(r"Scenarios:\s+(\d+)")
 
 
 async def test_schemathesis_finds_no_server_error_schema_break_or_undocumented_status(
@@ -60,4 +65,6 @@ async def test_schemathesis_finds_no_server_error_schema_break_or_undocumented_s
     report = out.decode(errors="replace")
     print(report)  # the whole report, beside the assertion's tail
     assert run.returncode == 0, report[-6000:]
-    assert "Stateful" in report and "passed" in report, report[-3000:]
+    # Every phase ran: a budget spent before the stateful phase would pass with none.
+    scenarios = STATEFUL_SCENARIOS.search(report)
+    assert scenarios is not None and int(scenarios.group(1)) > 0, report[-3000:]
