@@ -70,6 +70,7 @@ from benchmarks.customers import (
     open_loop,
     run_saga,
 )
+from servicekit.config import PLAINTEXT_SETTING
 from servicekit.kafka_access import client_security
 from tests.gateway.api import OPS, Api
 from tests.support.infrastructure import (
@@ -124,6 +125,7 @@ class Load:
     machine_ms: float  # per saga
     busy_share: float
     worst_lateness_s: float = 0.0
+    gateway_requests: int = 0  # the customers' (the sandboxes' pages and records apart)
 
 
 @dataclass(frozen=True)
@@ -140,6 +142,7 @@ class Figures:
     gateway_tx_per_saga: float
     records_per_saga: float
     cpu_ms: dict[str, float]
+    gateway_requests_per_saga: float
     lost_details: list[str] = field(default_factory=list)
 
 
@@ -176,6 +179,7 @@ def figures(load: Load, verdicts: dict[int, Verdict]) -> Figures:
         * per_saga,
         gateway_tx_per_saga=load.transactions.get("gateway", 0.0) * per_saga,
         records_per_saga=load.records * per_saga,
+        gateway_requests_per_saga=load.gateway_requests * per_saga,
         cpu_ms=load.cpu_ms,
         lost_details=[
             f"{v.saga.booking_id or v.saga.slot.slot_id}: {v.detail}" for v in mine if v.lost
@@ -205,6 +209,7 @@ def summary(
         "half_rate_tx_per_saga": round(half.tx_per_saga, 1),
         "gateway_tx_per_saga": round(closed.gateway_tx_per_saga, 1),
         "kafka_records_per_saga": round(closed.records_per_saga, 2),
+        "gateway_requests_per_saga": round(closed.gateway_requests_per_saga, 1),
         "pgbench_tps": round(pgbench_tps, 1),
         "sagas": closed.started + half.started,
         "cpu_ms_per_saga": {name: round(ms, 2) for name, ms in closed.cpu_ms.items()},
@@ -285,6 +290,7 @@ class Bench:
     sandboxes: Sandboxes
     slots: SlotSupply
     pace: Pace
+    tally: Tally
     idle_per_s: dict[str, float] = field(default_factory=dict)
 
     def cpu_sample(self) -> cpu.CpuSample | None:
@@ -307,7 +313,7 @@ class Bench:
         self, before: Counters, window_s: float, load: Awaitable[tuple[list[Saga], float]]
     ) -> tuple[Load, Counters]:
         cpu_before = self.cpu_sample()
-        started = time.monotonic()
+        started, requests = time.monotonic(), self.tally.requests
         sagas, lateness = await load
         ended = time.monotonic()
         spent = cpu.spent(cpu_before, self.cpu_sample(), max(1, len(sagas)))
@@ -331,6 +337,7 @@ class Bench:
                 machine_ms=spent.machine_ms if spent else 0.0,
                 busy_share=spent.busy_share if spent else 0.0,
                 worst_lateness_s=lateness,
+                gateway_requests=self.tally.requests - requests,
             ),
             after,
         )
@@ -410,14 +417,27 @@ def _alive(pid: int) -> bool:
     return stat[stat.rindex(")") + 2] not in "ZX"
 
 
+@dataclass
+class Tally:
+    """The customers' requests to the gateway so far."""
+
+    requests: int = 0
+
+    async def count(self, _request: httpx.Request) -> None:
+        self.requests += 1
+
+
 @contextlib.asynccontextmanager
-async def _customers(platform: Platform, count: int) -> AsyncIterator[list[Customer]]:
+async def _customers(platform: Platform, count: int, tally: Tally) -> AsyncIterator[list[Customer]]:
     """`count` organisations, each with one member with an address of its own, each
     customer with an HTTP client of its own."""
     async with contextlib.AsyncExitStack() as stack:
         customers = []
         for _ in range(count):
-            api = await stack.enter_async_context(Api.at(platform.gateway))
+            client = httpx.AsyncClient(
+                base_url=platform.gateway, timeout=15, event_hooks={"request": [tally.count]}
+            )
+            api = Api(await stack.enter_async_context(client))
             email = f"bench-{uuid.uuid4().hex[:10]}@example.test"
             customers.append(Customer(api, await api.org(email=email), email))
         yield customers
@@ -503,6 +523,10 @@ def _print_loop(title: str, figures_: Figures, load: Load) -> None:
         f"databases ({per_db}), {figures_.tx_per_saga_over_idle:.1f} above their idle rate; "
         f"Kafka records per saga {figures_.records_per_saga:.2f}"
     )
+    print(
+        "  the customers' requests to the gateway per saga: "
+        f"{figures_.gateway_requests_per_saga:.1f}"
+    )
     shown = sorted(load.cpu_ms.items(), key=lambda item: -item[1])
     print("  CPU per saga (ms): " + ", ".join(f"{name} {ms:.1f}" for name, ms in shown))
     print(f"  machine {load.machine_ms:.1f} ms per saga, busy {load.busy_share:.0%} of its cores")
@@ -519,6 +543,8 @@ async def _measure(infra: Infrastructure) -> tuple[Figures, Figures, Load, Load,
             _sandboxes(platform) as sandboxes,
             Api.at(platform.gateway) as ops,
         ):
+            if problems := deviations(platform.env):
+                raise SystemExit("not the platform's own configuration: " + "; ".join(problems))
             devices, slots = await _studios(ops, sandboxes.lock, STUDIOS)
             await _restart_access(platform, devices)
             print(
@@ -526,11 +552,29 @@ async def _measure(infra: Infrastructure) -> tuple[Figures, Figures, Load, Load,
                 "inside access's lead time",
                 flush=True,
             )
-            async with _customers(platform, CUSTOMERS) as customers:
+            tally = Tally()
+            async with _customers(platform, CUSTOMERS, tally) as customers:
                 bench = Bench(
-                    infra, platform, customers, sandboxes, SlotSupply(slots), Pace(POLL_S)
+                    infra, platform, customers, sandboxes, SlotSupply(slots), Pace(POLL_S), tally
                 )
                 return await _loops(bench)
+
+
+def deviations(env: dict[str, str]) -> list[str]:
+    """What in the platform's environment would run it otherwise than `make up` does."""
+    found = []
+    if env.get(PLAINTEXT_SETTING):
+        found.append(f"{PLAINTEXT_SETTING} is set: no mutual TLS")
+    if env.get("OTEL_TRACES_EXPORTER", "").strip().lower() != "otlp":
+        found.append("OTEL_TRACES_EXPORTER is not otlp: no trace export")
+    if env.get("OTEL_DB_SPANS", "off").strip().lower() not in ("", "off"):
+        found.append("OTEL_DB_SPANS is on: database spans, which make up leaves off")
+    if env.get("LOG_LEVEL", "INFO").strip().upper() not in ("", "INFO"):
+        found.append("LOG_LEVEL is not INFO")
+    found += [
+        f"{p.upper()}_TLS_DIR is empty" for p in PARTS[:5] if not env.get(f"{p.upper()}_TLS_DIR")
+    ]
+    return found
 
 
 def _platform_line() -> str:
