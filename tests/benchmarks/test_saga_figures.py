@@ -240,3 +240,49 @@ def test_a_platform_configured_otherwise_than_make_up_is_refused_with_the_reason
     assert deviations(as_make_up | {"OTEL_TRACES_EXPORTER": "none"}) == [
         "OTEL_TRACES_EXPORTER is not otlp: no trace export"
     ]
+
+
+async def test_the_audit_finds_a_lost_answer_s_booking_and_judges_expired_and_stuck_ones() -> None:
+    """A checkout whose answer was lost is found by its slot; expired without a code is an
+    end, expired with a live code or still pending after the wait is lost."""
+    slots = [
+        Slot(f"slot-{n}", "door-1", f"2030-01-01T10:0{n}:00Z", f"2030-01-01T10:0{n + 1}:00Z")
+        for n in range(3)
+    ]
+    states = {"b-0": "expired", "b-1": "expired", "b-2": "pending"}
+
+    def gateway(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/orgs/org/bookings":
+            return httpx.Response(200, json=[_booking("b-0", slots[0])])
+        booking_id = request.url.path.rsplit("/", 1)[1]
+        return httpx.Response(200, json=_booking(booking_id, slots[int(booking_id[-1])]))
+
+    def _booking(booking_id: str, slot: Slot) -> dict[str, Any]:
+        return {
+            "booking_id": booking_id,
+            "state": states[booking_id],
+            "slot": {"slot_id": slot.slot_id},
+        }
+
+    live = {"device_id": "door-1", "starts_at": slots[1].starts_at, "ends_at": slots[1].ends_at}
+    customer = Customer(
+        Api(httpx.AsyncClient(base_url="http://gw", transport=httpx.MockTransport(gateway))),
+        Org("org", "owner"),
+        "a@example.test",
+    )
+    lost_answer = Saga(0, slots[0], due=1.0, failed_step="checkout", failure="no answer")
+    expired_with_code = Saga(0, slots[1], due=1.0, booking_id="b-1", failed_step="payment page")
+    pending = Saga(0, slots[2], due=1.0, booking_id="b-2", failed_step="payment link")
+    verdicts = await audit(
+        [lost_answer, expired_with_code, pending],
+        [customer],
+        _sandboxes([{**live, "status": "set"}]),
+        Pace(poll_s=0.0, within_s=0.0),
+    )
+    assert [(v.outcome, v.saga.booking_id) for v in verdicts] == [
+        ("expired", "b-0"),
+        ("lost", "b-1"),
+        ("lost", "b-2"),
+    ]
+    assert "1 live codes" in verdicts[1].detail
+    assert verdicts[2].detail.startswith("pending") and "payment link" in verdicts[2].detail
