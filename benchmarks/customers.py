@@ -53,6 +53,17 @@ def expect(answer: httpx.Response, status: int, step: str) -> None:
         raise StepFailed(step, f"{answer.status_code} {answer.text[:300]}")
 
 
+def json_object(answer: httpx.Response, step: str) -> dict[str, Any]:
+    """The answer's body as a JSON object, else StepFailed."""
+    try:
+        body = answer.json()
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        raise StepFailed(step, f"not a JSON object: {answer.text[:300]!r}")
+    return body
+
+
 async def within(
     step: str, check: Callable[[], Awaitable[T | None]], seconds: float, every: float
 ) -> T:
@@ -114,8 +125,8 @@ async def read_booking(api: Api, org: Org, booking_id: str) -> dict[str, Any]:
 
 
 def booking_body(answer: httpx.Response, step: str) -> dict[str, Any]:
-    body = answer.json()
-    if not isinstance(body, dict) or not isinstance(body.get("booking_id"), str):
+    body = json_object(answer, step)
+    if not isinstance(body.get("booking_id"), str):
         raise StepFailed(step, f"not a booking: {answer.text[:300]}")
     return body
 
@@ -139,7 +150,7 @@ async def read_pin(api: Api, org: Org, booking_id: str) -> str | None:
     """The PIN while the access is active (each read is recorded, and limited per booking)."""
     path = f"/v1/orgs/{org.org_id}/bookings/{booking_id}/access"
     answer = await api.call("GET", path, org.owner)
-    pin = answer.json().get("pin") if answer.status_code == 200 else None
+    pin = json_object(answer, "PIN readable").get("pin") if answer.status_code == 200 else None
     return pin if isinstance(pin, str) and pin.isdigit() else None
 
 
@@ -176,7 +187,7 @@ async def door_opens(lock: httpx.AsyncClient, device: str, pin: str, at: str) ->
     """Whether the PIN opens the studio's door at `at` (the slot's start)."""
     tried = await lock.post("/_sandbox/door", json={"device_id": device, "pin": pin, "at": at})
     expect(tried, 200, "door")
-    return tried.json().get("opens") is True
+    return json_object(tried, "door").get("opens") is True
 
 
 def confirmation_id(booking_id: str, email: str) -> str:
@@ -187,7 +198,7 @@ def confirmation_id(booking_id: str, email: str) -> str:
 async def confirmation_mail(mail: httpx.AsyncClient, booking_id: str, email: str) -> bool:
     found = await mail.get("/messages", params={"message_id": confirmation_id(booking_id, email)})
     expect(found, 200, "mail")
-    messages = found.json().get("data")
+    messages = json_object(found, "mail").get("data")
     return isinstance(messages, list) and any(
         isinstance(m, dict)
         and email in (m.get("rcpt_tos") or [])
@@ -200,7 +211,7 @@ async def lock_codes(lock: httpx.AsyncClient) -> list[dict[str, Any]]:
     """Every code the lock sandbox has had, removed ones included, with its history."""
     answer = await lock.get("/_sandbox/access_codes")
     expect(answer, 200, "lock codes")
-    codes = answer.json().get("data")
+    codes = json_object(answer, "lock codes").get("data")
     if not isinstance(codes, list):
         raise StepFailed("lock codes", "no list of codes")
     return [code for code in codes if isinstance(code, dict)]
@@ -239,6 +250,7 @@ class Saga:
     ended: float = 0.0  # the confirmation mail was there
     failed_step: str = ""
     failure: str = ""
+    step: str = "checkout"  # the step under way
 
     @property
     def completed(self) -> bool:
@@ -259,8 +271,8 @@ async def run_saga(customer: Customer, sandboxes: Sandboxes, saga: Saga, pace: P
         await _saga(customer, sandboxes, saga, pace)
     except StepFailed as failed:
         saga.failed_step, saga.failure = failed.step, failed.detail
-    except (httpx.HTTPError, ValueError) as broken:  # a lost answer, a body that is not JSON
-        saga.failed_step, saga.failure = "HTTP", repr(broken)[:300]
+    except httpx.HTTPError as lost:  # no answer, or a broken one
+        saga.failed_step, saga.failure = saga.step, repr(lost)[:300]
     return saga
 
 
@@ -275,27 +287,33 @@ async def _saga(customer: Customer, sandboxes: Sandboxes, saga: Saga, pace: Pace
     async def link() -> str | None:
         return payment_link(await booking())
 
-    url = await within("payment link", link, pace.within_s, pace.poll_s)
+    saga.step = "payment link"
+    url = await within(saga.step, link, pace.within_s, pace.poll_s)
+    saga.step = "pay on the hosted page"
     await pay_on_hosted_page(sandboxes.card, sandboxes.card_url, url)
     saga.paid = time.time()
 
     async def active() -> bool:
         return access_active(await booking())
 
-    await within("confirmed with access", active, pace.within_s, pace.poll_s)
+    saga.step = "confirmed with access"
+    await within(saga.step, active, pace.within_s, pace.poll_s)
+    saga.step = "PIN readable"
     pin = await within(
-        "PIN readable", lambda: read_pin(api, org, saga.booking_id), pace.within_s, pace.poll_s
+        saga.step, lambda: read_pin(api, org, saga.booking_id), pace.within_s, pace.poll_s
     )
     slot = saga.slot
+    saga.step = "PIN at the lock"
     await within(
-        "PIN at the lock",
+        saga.step,
         lambda: door_opens(sandboxes.lock, slot.device, pin, slot.starts_at),
         pace.within_s,
         pace.poll_s,
     )
     saga.pin_seen = time.time()
+    saga.step = "confirmation mail"
     await within(
-        "confirmation mail",
+        saga.step,
         lambda: confirmation_mail(sandboxes.mail, saga.booking_id, customer.email),
         pace.within_s,
         pace.poll_s,
@@ -485,7 +503,8 @@ async def _unfinished(
     stopped = f"stopped at {saga.failed_step or 'nothing'}: {saga.failure[:200]}"
     if state is None:
         return Verdict(saga, "lost", f"no booking for its slot; {stopped}")
-    saga.booking_id = str(state["booking_id"])
+    if not state:
+        return Verdict(saga, "lost", f"its booking could not be read; {stopped}")
     if state.get("state") == "expired":
         if live:
             return Verdict(saga, "lost", f"expired with {len(live)} live codes at the lock")
@@ -498,19 +517,30 @@ async def _unfinished(
 
 
 async def _settle(customer: Customer, saga: Saga, pace: Pace) -> dict[str, Any] | None:
-    """The saga's booking once it is confirmed with access or expired, else as it is last."""
+    """The saga's booking once it is confirmed with access or expired, else as it was last
+    read ({} when it could not be); None when the organisation has no booking of its slot."""
+    try:
+        return await _settled(customer, saga, pace)
+    except (StepFailed, httpx.HTTPError, ValueError):  # ValueError: a body that is not JSON
+        return {}
+
+
+async def _settled(customer: Customer, saga: Saga, pace: Pace) -> dict[str, Any] | None:
     api, org = customer.api, customer.org
     if not saga.booking_id:
         listed = await api.call("GET", f"/v1/orgs/{org.org_id}/bookings", org.owner)
         expect(listed, 200, "audit: bookings")
         mine = [
-            b
+            b["booking_id"]
             for b in listed.json()
-            if isinstance(b, dict) and (b.get("slot") or {}).get("slot_id") == saga.slot.slot_id
+            if isinstance(b, dict)
+            and isinstance(b.get("slot"), dict)
+            and b["slot"].get("slot_id") == saga.slot.slot_id
+            and isinstance(b.get("booking_id"), str)
         ]
         if not mine:
             return None
-        saga.booking_id = str(mine[0]["booking_id"])
+        saga.booking_id = mine[0]
     last: dict[str, Any] = {}
 
     async def ended() -> bool:
@@ -518,6 +548,6 @@ async def _settle(customer: Customer, saga: Saga, pace: Pace) -> dict[str, Any] 
         last = await read_booking(api, org, saga.booking_id)
         return access_active(last) or last.get("state") == "expired"
 
-    with contextlib.suppress(StepFailed):  # judged as it is then
+    with contextlib.suppress(StepFailed, httpx.HTTPError):  # judged as it was last read
         await within("audit", ended, pace.within_s, max(pace.poll_s, 1.0))
     return last

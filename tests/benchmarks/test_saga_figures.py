@@ -286,3 +286,52 @@ async def test_the_audit_finds_a_lost_answer_s_booking_and_judges_expired_and_st
     ]
     assert "1 live codes" in verdicts[1].detail
     assert verdicts[2].detail.startswith("pending") and "payment link" in verdicts[2].detail
+
+
+@pytest.mark.parametrize(
+    ("broken", "step"),
+    [
+        ("checkout_url", "payment page"),
+        ("door", "door"),
+        ("mail", "confirmation mail"),
+    ],
+)
+async def test_a_saga_stops_at_a_hostile_or_lost_answer_and_names_the_step(
+    broken: str, step: str
+) -> None:
+    """A payment link off the card sandbox is never opened; a door answering a list is no
+    answer; a mail sandbox that does not answer ends the saga at the mail step."""
+    link = "http://evil.example/checkout/pay_1" if broken == "checkout_url" else None
+    booking = {
+        "booking_id": "b-1",
+        "state": "confirmed",
+        "slot": {"slot_id": SLOT.slot_id},
+        "payment": {"checkout_url": link or "http://card/checkout/pay_1"},
+        "access": {"state": "active"},
+    }
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        host, path = request.url.host, request.url.path
+        if host == "gw" and request.method == "POST":
+            return httpx.Response(201, json=booking)
+        if host == "gw" and path.endswith("/access"):
+            return httpx.Response(200, json={"state": "active", "pin": "123456"})
+        if host == "gw":
+            return httpx.Response(200, json=booking)
+        if host == "card" and request.method == "GET":
+            return httpx.Response(200, text='<form action="/checkout/pay_1">')
+        if host == "card":
+            return httpx.Response(303, headers={"location": "http://gw/v1/payments/return"})
+        if host == "lock":
+            return httpx.Response(200, json=[] if broken == "door" else {"opens": True})
+        raise httpx.ConnectError("the mail sandbox is down", request=request)
+
+    def client(base: str) -> httpx.AsyncClient:
+        return httpx.AsyncClient(base_url=base, transport=httpx.MockTransport(answer))
+
+    sandboxes = Sandboxes(
+        client("http://card"), "http://card", client("http://lock"), client("http://mail")
+    )
+    customer = Customer(Api(client("http://gw")), Org("org", "owner"), "a@example.test")
+    saga = await loops.run_saga(customer, sandboxes, Saga(0, SLOT, due=1.0), Pace(0.0, 0.0))
+    assert (saga.failed_step, saga.completed, saga.booking_id) == (step, False, "b-1")
