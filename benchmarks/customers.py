@@ -37,6 +37,7 @@ T = TypeVar("T")
 PLATFORM_ENV = REPO_ROOT / "deploy/local/platform.env"
 SETTLED_WITHIN_S = 120.0  # each step's bound
 CHECKOUT_TRIES = 3  # a 503 or a lost answer: the same key again, as the web pages do
+TRY_AGAIN_AFTER_S = 0.5  # times the tries so far
 
 
 class StepFailed(Exception):
@@ -110,8 +111,10 @@ async def check_out(api: Api, org: Org, slot_id: str) -> dict[str, Any]:
         except httpx.TransportError as lost:
             if tried == CHECKOUT_TRIES:
                 raise StepFailed("checkout", f"no answer: {lost!r}") from None
+            await asyncio.sleep(TRY_AGAIN_AFTER_S * tried)
             continue
         if answer.status_code == 503 and tried < CHECKOUT_TRIES:
+            await asyncio.sleep(TRY_AGAIN_AFTER_S * tried)
             continue
         expect(answer, 201, "checkout")
         return booking_body(answer, "checkout")
@@ -120,6 +123,19 @@ async def check_out(api: Api, org: Org, slot_id: str) -> dict[str, Any]:
 
 async def read_booking(api: Api, org: Org, booking_id: str) -> dict[str, Any]:
     answer = await api.call("GET", f"/v1/orgs/{org.org_id}/bookings/{booking_id}", org.owner)
+    expect(answer, 200, "booking read")
+    return booking_body(answer, "booking read")
+
+
+async def booking_while_waiting(api: Api, org: Org, booking_id: str) -> dict[str, Any] | None:
+    """The booking, or None while the gateway says to try again (503: a service did not
+    answer in time) or gives no answer: a customer waiting for a change asks again."""
+    try:
+        answer = await api.call("GET", f"/v1/orgs/{org.org_id}/bookings/{booking_id}", org.owner)
+    except httpx.TransportError:
+        return None
+    if answer.status_code == 503:
+        return None
     expect(answer, 200, "booking read")
     return booking_body(answer, "booking read")
 
@@ -281,11 +297,9 @@ async def _saga(customer: Customer, sandboxes: Sandboxes, saga: Saga, pace: Pace
     saga.posted = time.time()
     saga.booking_id = (await check_out(api, org, saga.slot.slot_id))["booking_id"]
 
-    async def booking() -> dict[str, Any]:
-        return await read_booking(api, org, saga.booking_id)
-
     async def link() -> str | None:
-        return payment_link(await booking())
+        booking = await booking_while_waiting(api, org, saga.booking_id)
+        return payment_link(booking) if booking else None
 
     saga.step = "payment link"
     url = await within(saga.step, link, pace.within_s, pace.poll_s)
@@ -294,7 +308,8 @@ async def _saga(customer: Customer, sandboxes: Sandboxes, saga: Saga, pace: Pace
     saga.paid = time.time()
 
     async def active() -> bool:
-        return access_active(await booking())
+        booking = await booking_while_waiting(api, org, saga.booking_id)
+        return booking is not None and access_active(booking)
 
     saga.step = "confirmed with access"
     await within(saga.step, active, pace.within_s, pace.poll_s)
@@ -545,7 +560,7 @@ async def _settled(customer: Customer, saga: Saga, pace: Pace) -> dict[str, Any]
 
     async def ended() -> bool:
         nonlocal last
-        last = await read_booking(api, org, saga.booking_id)
+        last = await booking_while_waiting(api, org, saga.booking_id) or last
         return access_active(last) or last.get("state") == "expired"
 
     with contextlib.suppress(StepFailed, httpx.HTTPError):  # judged as it was last read
