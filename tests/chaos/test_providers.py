@@ -39,7 +39,8 @@ def test_records_of_the_wrong_shape_are_reported_and_the_others_read() -> None:
 def test_an_answer_without_a_list_is_reported() -> None:
     problems: list[Violation] = []
 
-    for answer in (None, [], {"data": {"a": 1}}, "<html>"):
+    answers: list[object] = [None, [], {"data": {"a": 1}}, "<html>"]
+    for answer in answers:
         assert (
             providers.parsed_records("lock_provider", answer, providers.lock_code, problems) == []
         )
