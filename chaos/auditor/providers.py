@@ -190,7 +190,10 @@ async def _copies(mail: httpx.AsyncClient, stores: s.Stores) -> None:
             found = await _get(
                 mail, "mail", "/v1/lookup", stores.unreadable, message_id=message_id(key)
             )
-        stores.mail_copies[key] = _lookup_copies(found) if isinstance(found, dict) else None
+        copied = _lookup_copies(found) if isinstance(found, dict) else None
+        if isinstance(found, dict) and copied is None and found.get("status") != "cannot_tell":
+            stores.unreadable.append(_unreadable("mail", f"lookup of {key}", str(found)[:200]))
+        stores.mail_copies[key] = copied
 
     await asyncio.gather(*(copies(d.delivery_key) for d in stores.deliveries))
 
