@@ -59,7 +59,7 @@ $(AXE): tests/web/tools/package.json tests/web/tools/package-lock.json
 lint: install
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
-	.venv/bin/mypy servicekit services gateway_bff sandboxes tests benchmarks
+	.venv/bin/mypy servicekit services gateway_bff sandboxes tests benchmarks chaos
 
 # The contracts first: Buf's lint and breaking check on protos/, then the contract tests,
 # listed one by one so the output says what they checked.
