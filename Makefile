@@ -7,7 +7,7 @@ VENV_STAMP := .venv/.installed
 # go.mod and go.sum) into .local/bin; built again only when those change.
 JAEGER := .local/bin/jaeger
 
-.PHONY: images images-built node-packages k8s-tools k8s-check deploy-local deploy-local-down install web-tools chromium protos lint contracts release-contracts test test-only up down status infra-up prometheus bench bench-relay bench-booking bench-floor bench-gateway lock
+.PHONY: images images-built node-packages k8s-tools k8s-check deploy-local deploy-local-down install web-tools chromium protos lint contracts release-contracts test test-only up down status infra-up prometheus bench bench-relay bench-booking bench-floor bench-gateway bench-saga lock
 
 install: $(VENV_STAMP) build/gen/liftfit web-tools
 
@@ -88,7 +88,7 @@ status:
 	bash deploy/local/infra.sh status
 	bash scripts/platform.sh status
 
-bench: bench-relay bench-booking bench-floor bench-gateway
+bench: bench-relay bench-booking bench-floor bench-gateway bench-saga
 
 bench-relay: install infra-up
 	$(PY) -m benchmarks.relay
@@ -115,6 +115,12 @@ bench-floor: install infra-up $(GHZ)
 bench-gateway: install infra-up $(GHZ) $(JAEGER)
 	@command -v wrk >/dev/null || apt-get install -y wrk
 	$(PY) -m benchmarks.gateway
+
+# The whole card saga over the public HTTP API (checkout, the hosted payment page, the PIN at
+# the lock sandbox, the confirmation mail) on the platform as `make up` runs it; N customers
+# (default 16) in a closed loop, then at half its rate in an open loop; pgbench after.
+bench-saga: install infra-up prometheus $(JAEGER)
+	$(PY) -m benchmarks.saga
 
 # Kubernetes for k8s-check (and deploy-local): etcd, kube-apiserver and kubectl, built once from
 # the Go module proxy by the wrapper modules in deploy/k8s/tools (which pin the versions) into

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,9 +27,12 @@ class CpuSample:
     wall: float  # monotonic seconds when the sample was taken
 
 
-def sample(replicas: Collection[int] = ()) -> CpuSample | None:
+def sample(
+    replicas: Collection[int] = (), names: Mapping[int, str] | None = None
+) -> CpuSample | None:
     """The counters now; None where /proc is not there (not Linux). The processes in
-    `replicas` (the service's other replicas) count as this one."""
+    `replicas` (the service's other replicas) count as this one; those in `names` go by
+    the name given there instead of their program's."""
     if not Path("/proc/stat").exists():
         return None
     by_process: dict[str, tuple[str, int]] = {}
@@ -41,6 +44,7 @@ def sample(replicas: Collection[int] = ()) -> CpuSample | None:
             continue  # the process ended meanwhile
         name = text[text.index("(") + 1 : text.rindex(")")]
         name = SELF if stat.parent.name in selves else name
+        name = (names or {}).get(int(stat.parent.name), name)
         fields = text[text.rindex(")") + 2 :].split()
         by_process[stat.parent.name] = (name, int(fields[11]) + int(fields[12]))
     machine = Path("/proc/stat").read_text()
@@ -103,3 +107,40 @@ def spent(before: CpuSample | None, after: CpuSample | None, work: int) -> Spent
         kernel_share=(after.kernel - before.kernel) / _TICKS_PER_S / busy if busy > 0 else 0.0,
         switches_per_unit=(after.switches - before.switches) / work,
     )
+
+
+def listening_pid(port: int) -> int | None:
+    """The process that listens on TCP `port` (IPv4 or IPv6), from /proc; None when none
+    of the processes this one may inspect does: which of the machine's PostgreSQL servers
+    or Kafka brokers is the benchmark's own."""
+    inodes: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:  # LISTEN
+                inodes.add(fields[9])
+    sockets = {f"socket:[{inode}]" for inode in inodes}
+    for fd in Path("/proc").glob("[0-9]*/fd/*"):
+        try:
+            if os.readlink(fd) in sockets:
+                return int(fd.parent.parent.name)
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+    return None
+
+
+def children_of(parent: int) -> list[int]:
+    """The processes whose parent is `parent` (a PostgreSQL server's backends and workers)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        if int(text[text.rindex(")") + 2 :].split()[1]) == parent:
+            found.append(int(stat.parent.name))
+    return found

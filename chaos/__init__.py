@@ -1,2 +1,2 @@
-"""The chaos soak: faults on a seeded schedule against a running platform, a workload, and
-an auditor of what the platform did through them."""
+"""The chaos soak: a workload of customers, faults injected into every part, and an audit of
+what the stores hold afterwards against the platform's promises."""

@@ -16,10 +16,11 @@ from fastapi.responses import JSONResponse
 from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
 from starlette.exceptions import HTTPException
 
+from gateway_bff import bodies
 from gateway_bff.docs import ANSWERS
 from gateway_bff.edge import Gate
 from gateway_bff.limits import is_limited_write
-from gateway_bff.parts import Parts
+from gateway_bff.parts import IDEMPOTENCY_HEADER, Parts
 from gateway_bff.problems import Problem, from_fault, validation_error
 from gateway_bff.routes import (
     bookings,
@@ -32,6 +33,7 @@ from gateway_bff.routes import (
     payments,
 )
 from gateway_bff.web import site
+from servicekit.validation import IDEMPOTENCY_KEY_PATTERN
 
 log = logging.getLogger(__name__)
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
@@ -62,7 +64,7 @@ def create_app(parts: Parts, lifespan: Lifespan | None = None) -> FastAPI:
     app.add_middleware(
         Gate, identity=parts.identity, directory=parts.directory, limits=parts.limits
     )
-    _document_problems(app)
+    _document(app)
     _trace_requests(app)
     return app
 
@@ -75,10 +77,13 @@ def _trace_requests(app: FastAPI) -> None:
     )
 
 
-def _document_problems(app: FastAPI) -> None:
+def _document(app: FastAPI) -> None:
     """FastAPI documents its own 422 body; the gateway answers problem details instead
     (`_answer_errors_as_problems`), so the document says so. Every write the gate limits
-    may be refused with 429, which the document says where the gate decides it."""
+    may be refused with 429, which the document says where the gate decides it. The
+    Idempotency-Key is checked by a dependency that answers the contract's 400 (FastAPI
+    would answer 422), so FastAPI documents it as optional: the document says it is
+    required, and what it must look like."""
     plain = app.openapi
 
     def document() -> dict[str, Any]:
@@ -91,6 +96,13 @@ def _document_problems(app: FastAPI) -> None:
                         answers["422"] = ANSWERS.problems(422)[422]
                     if is_limited_write(method, path):
                         answers["429"] = ANSWERS.problems(429)[429]
+                    for parameter in operation.get("parameters", ()):
+                        if parameter["name"] == IDEMPOTENCY_HEADER:
+                            parameter["required"] = True
+                            parameter["schema"] = {
+                                "type": "string",
+                                "pattern": IDEMPOTENCY_KEY_PATTERN,
+                            }
             for name in ("HTTPValidationError", "ValidationError"):
                 made.get("components", {}).get("schemas", {}).pop(name, None)
             app.openapi_schema = made
@@ -160,4 +172,9 @@ def _template(template: str) -> re.Pattern[str]:
 
 def _field_error(error: Any) -> dict[str, str]:
     where = [str(part) for part in error.get("loc", ()) if part != "body"]
+    if str(error.get("type", "")).startswith("union_tag"):
+        # A kind that names no shape (a plan's): the field is the discriminator.
+        where.append(str(error.get("ctx", {}).get("discriminator", "")).strip("'"))
+    elif where and where[0] in bodies.PLAN_KINDS:
+        where = where[1:]  # a plan's shape is named by its kind, which is not a field
     return {"field": ".".join(where) or "body", "message": str(error.get("msg", "invalid"))}

@@ -17,7 +17,7 @@ _WHY = {
     404: "Not found (not_found); also any organisation the caller is not a member of",
     409: "Refused by the current state (slot_unavailable, insufficient_pass_balance,"
     " booking_not_cancellable, booking_not_reschedulable, order_exists, plan_version_exists,"
-    " idempotency_conflict)",
+    " slots_overlap, idempotency_conflict)",
     413: "The body is too large (payload_too_large)",
     422: "The body is not valid (validation_error, with `errors`), or unknown_plan",
     429: "Too many requests (rate_limited): the caller's or the address's writes, or the"

@@ -32,6 +32,7 @@ _STATUS_OF_REASON: Mapping[str, tuple[int, str]] = {
     "booking_not_reschedulable": (409, "The booking cannot be moved"),
     "order_exists": (409, "The organisation already has that subscription"),
     "plan_version_exists": (409, "That plan version exists and cannot change"),
+    "slots_overlap": (409, "A new slot overlaps one the studio has"),
     "amount_mismatch": (409, "The amount differs from the one agreed"),
     "unknown_plan": (422, "No such plan in the catalogue"),
     "invalid_signature": (400, "The signature is missing, wrong or stale"),

@@ -33,6 +33,23 @@ def caller_of(context: Context) -> str:
     return names[0].decode("utf-8", "replace") if names else ""
 
 
+def speakers_for_users(table: Mapping[str, Principal] | None = None) -> frozenset[str]:
+    """The principals that authenticate people themselves (the gateway)."""
+    found = principals() if table is None else table
+    return frozenset(name for name, principal in found.items() if principal.speaks_for_users)
+
+
+def vouched(context: Context, named: str, speakers: frozenset[str]) -> str:
+    """Who an audit entry names for a person a caller named: the name as given when the
+    caller authenticated that person (the gateway's operator routes); from any other
+    caller, the name beside the caller, since its certificate proves which tool sent the
+    name, not who typed it ("alice via operator-tools")."""
+    caller = caller_of(context)
+    if not caller or caller in speakers:  # no certificate: the plaintext measurement only
+        return named
+    return f"{named} via {caller}"
+
+
 class Callers(UnaryWrapper):
     """The authorisation layer of one service's server (`server`: "booking")."""
 
@@ -48,7 +65,7 @@ class Callers(UnaryWrapper):
         self._domain = error_domain
         self._domains = dict(error_domains or {})
         self._table = dict(principals() if table is None else table)
-        self._speakers = frozenset(n for n, p in self._table.items() if p.speaks_for_users)
+        self._speakers = speakers_for_users(self._table)
 
     def allowed(self, method: str) -> frozenset[str]:
         return frozenset(

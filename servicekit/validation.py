@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 import zoneinfo
 from collections.abc import Collection
 from datetime import UTC, datetime, timedelta
@@ -27,7 +28,16 @@ MAX_AMOUNT = 100_000_000  # minor units: 1,000,000.00 of a currency with two dec
 # Every time a caller may name: a slot, a list filter. Outside it a time is a mistake.
 EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
 LATEST = datetime(2100, 1, 1, tzinfo=UTC)
-IDEMPOTENCY_KEY = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+# A time as an HTTP caller writes it: RFC 3339 in UTC (the contract's convention), in the
+# century from EARLIEST to LATEST. In UTC the written year is the instant's, so the range
+# is a pattern a document can declare; `utc_time` parses exactly what it matches.
+UTC_TIME_PATTERN = (
+    f"^{EARLIEST.year // 100}[0-9]{{2}}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])"
+    "T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{1,9})?(?:Z|[+-]00:00)$"
+)
+_UTC_TIME = re.compile(UTC_TIME_PATTERN)
+IDEMPOTENCY_KEY_PATTERN = "^[A-Za-z0-9._:-]{1,128}$"
+IDEMPOTENCY_KEY = re.compile(IDEMPOTENCY_KEY_PATTERN)
 # ISO 4217 codes that name no money one can pay with: precious metals, bond-market and
 # accounting units, the testing code and "no currency".
 NOT_MONEY = frozenset(
@@ -56,6 +66,8 @@ _EMAIL = re.compile(
     r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
     r"@([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}"
 )
+# What `email_address` accepts, as a document declares it: an address, or empty (none).
+EMAIL_PATTERN = f"^(?:{_EMAIL.pattern})?$"
 MAX_EMAIL = 254  # what SMTP carries in a path
 LOCALES = ("cs", "en")  # the languages mails are written in; cs first, the default
 # What `str(uuid.UUID(...))` writes, and nothing else: ASCII lower-case hex in 8-4-4-4-12.
@@ -63,6 +75,40 @@ LOCALES = ("cs", "en")  # the languages mails are written in; cs first, the defa
 # Use it with fullmatch; the logs and the services' settings read ids with it too.
 CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _MAX_MESSAGE = 200
+
+
+def _printable_class(*, space: bool) -> str:
+    """A regular-expression class of every character `str.isprintable` accepts (with or
+    without the space), spelled out as ranges from this Python's Unicode database: the
+    same class reads alike in Python, in the OpenAPI document's validators and in the
+    tools that generate values from it. A BMP character is written `\\uXXXX`; one above
+    it as itself, which every engine reads as one character."""
+    ranges: list[tuple[int, int]] = []
+    for point in range(sys.maxunicode + 1):
+        if chr(point).isprintable() and (space or point != 0x20):
+            if ranges and ranges[-1][1] == point - 1:
+                ranges[-1] = (ranges[-1][0], point)
+            else:
+                ranges.append((point, point))
+    return "".join(
+        _spelled(low) if low == high else f"{_spelled(low)}-{_spelled(high)}"
+        for low, high in ranges
+    )
+
+
+def _spelled(point: int) -> str:
+    return f"\\u{point:04X}" if point <= 0xFFFF else chr(point)
+
+
+# Printable text that is not only white space: no NUL, control, format (which hide text or
+# reorder it on screen), separator, surrogate, private-use or unassigned character, and
+# something besides spaces (the only white space that is printable). `text` checks exactly
+# this pattern, and the gateway's OpenAPI document declares it: one rule, one spelling.
+_VISIBLE = _printable_class(space=False)
+_PRINTABLE = _printable_class(space=True)
+TEXT_PATTERN = f"^ *[{_VISIBLE}][{_PRINTABLE}]*$"
+OPTIONAL_TEXT_PATTERN = f"^(?: *[{_VISIBLE}][{_PRINTABLE}]*)?$"
+_TEXT = re.compile(TEXT_PATTERN)
 
 
 class InvalidField(ValueError):
@@ -102,10 +148,10 @@ def text(field: str, value: str, max_length: int = MAX_TEXT, required: bool = Tr
         return value
     if len(value) > max_length:
         raise InvalidField(field, f"must be at most {max_length} characters")
-    if not value.isprintable():
+    if not _TEXT.fullmatch(value):
+        if not value.strip():
+            raise InvalidField(field, "must not be blank")
         raise InvalidField(field, "must not contain control or format characters")
-    if not value.strip():
-        raise InvalidField(field, "must not be blank")
     return value
 
 
@@ -161,6 +207,29 @@ def moment(field: str, stamp: Timestamp) -> datetime:
     return stamp.ToDatetime(tzinfo=UTC)
 
 
+def utc_time(field: str, value: str) -> datetime:
+    """A time written as UTC_TIME_PATTERN says, on a day the calendar has (no 30 February);
+    digits past the microsecond are dropped."""
+    if not _UTC_TIME.fullmatch(value):
+        raise InvalidField(
+            field, f"must be an RFC 3339 time in UTC from {EARLIEST.year} to {LATEST.year - 1}"
+        )
+    try:
+        when = datetime.fromisoformat(_microseconds(value))
+    except ValueError:
+        raise InvalidField(field, "must name a day the calendar has") from None
+    return when.astimezone(UTC)
+
+
+def _microseconds(value: str) -> str:
+    """The time with at most six fraction digits, which is all a datetime holds."""
+    if "." not in value:
+        return value
+    head, _, tail = value.partition(".")
+    digits = len(tail) - len(tail.lstrip("0123456789"))
+    return f"{head}.{tail[:digits][:6].ljust(6, '0')}{tail[digits:]}"
+
+
 def calendar_time(field: str, when: datetime) -> datetime:
     """An aware time from EARLIEST up to (not including) LATEST."""
     if when.tzinfo is None or not EARLIEST <= when < LATEST:
@@ -206,6 +275,16 @@ def _currencies() -> frozenset[str]:
 def _time_zones() -> frozenset[str]:
     # "localtime" is this machine's zone and "Factory" a placeholder, not places.
     return frozenset(zoneinfo.available_timezones()) - {"localtime", "Factory"}
+
+
+def currencies() -> list[str]:
+    """Every code `currency` accepts, sorted: what a document lists as the enum."""
+    return sorted(_currencies())
+
+
+def time_zones() -> list[str]:
+    """Every name `time_zone` accepts, sorted: what a document lists as the enum."""
+    return sorted(zone for zone in _time_zones() if len(zone) <= 64)
 
 
 def _duration(length: timedelta) -> str:

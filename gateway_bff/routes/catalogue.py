@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
@@ -10,7 +9,7 @@ from fastapi.responses import JSONResponse
 from liftfit.booking.v1 import booking_pb2 as bpb
 from liftfit.payment.v1 import payment_pb2 as ppb
 
-from gateway_bff import resources
+from gateway_bff import bodies, resources
 from gateway_bff.docs import ANSWERS
 from gateway_bff.parts import known_id, parts_of
 from servicekit.protobuf import timestamp
@@ -39,8 +38,10 @@ async def list_spaces(request: Request) -> JSONResponse:
 async def list_slots(
     space_id: str,
     request: Request,
-    since: Annotated[datetime | None, Query(alias="from")] = None,
-    until: Annotated[datetime | None, Query(alias="to")] = None,
+    since: Annotated[bodies.UtcTime | None, Query(alias="from")] = None,
+    until: Annotated[
+        bodies.UtcTime | None, Query(alias="to", description="Not before `from` (else 422)")
+    ] = None,
 ) -> JSONResponse:
     services = parts_of(request).services
     query = bpb.ListSlotsRequest(

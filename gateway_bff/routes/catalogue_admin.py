@@ -51,7 +51,7 @@ async def create_space(body: bodies.NewSpace, request: Request) -> JSONResponse:
     "/spaces/{space_id}/slots",
     status_code=201,
     response_model=list[resources.Slot],
-    responses=ANSWERS.operator(404),
+    responses=ANSWERS.operator(404, 409),
     operation_id="createSlots",
 )
 async def create_slots(space_id: str, body: bodies.NewSlots, request: Request) -> JSONResponse:
@@ -184,7 +184,7 @@ async def create_plan(body: bodies.NewPlan, request: Request) -> JSONResponse:
     plan = ppb.Plan(
         plan_code=body.plan_code,
         plan_version=body.plan_version,
-        kind=body.kind,
+        kind=body.kind,  # each kind's ranges are its own (bodies.PassPlan, SubscriptionPlan)
         name=body.name,
         price=pev.Money(amount=body.price.amount, currency=body.price.currency),
         entries=body.entries,

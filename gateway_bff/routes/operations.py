@@ -243,7 +243,7 @@ def _states_of(parts: Parts) -> drift.Ask:
 @router.get("/audit", responses=ANSWERS.operator(), operation_id="listAudit")
 async def list_audit(
     request: Request,
-    subject: Annotated[str | None, Query(max_length=200)] = None,
+    subject: Annotated[bodies.Subject | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
 ) -> JSONResponse:
     """Every service's audit log and the gateway's own (organisations, members), newest first."""

@@ -29,11 +29,38 @@ MAX_BODY = 64 * 1024
 SIGNATURE_HEADER = "Gateway-Signature"
 MAX_CONCURRENT = 64
 _HANDLING = asyncio.Semaphore(MAX_CONCURRENT)
+# What the payment service reads from a notification once its signature holds: the card
+# gateway's payment id, and nothing else (the payment is then read from the gateway). Any
+# other body is refused as not a notification (400 invalid_signature).
 _NOTIFICATION = {
     "required": True,
     "description": "The card gateway's notification, as it sent it (the bytes are signed)",
-    "content": {"application/json": {"schema": {"type": "object"}}},
+    "content": {
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "required": ["data"],
+                "properties": {
+                    "id": {"description": "The gateway's event id"},
+                    "data": {
+                        "type": "object",
+                        "required": ["payment_id"],
+                        "properties": {
+                            "payment_id": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,128}$"}
+                        },
+                    },
+                },
+            },
+            "example": {
+                "id": "evt_1",
+                "type": "payment.updated",
+                "data": {"payment_id": "pay_1", "reference": "r", "state": "succeeded"},
+            },
+        }
+    },
 }
+# The form the card gateway writes: its time, then one HMAC per secret it signs with.
+SIGNATURE_PATTERN = "^t=[0-9]{1,12}(,v1=[0-9a-f]{64}){1,8}$"
 
 
 @router.post(
@@ -46,9 +73,10 @@ _NOTIFICATION = {
             {
                 "name": SIGNATURE_HEADER,
                 "in": "header",
-                "required": False,
-                "description": "t=<unix seconds>,v1=<hex HMAC-SHA256 of '<t>.<raw body>'>",
-                "schema": {"type": "string"},
+                "required": True,
+                "description": "t=<unix seconds>,v1=<hex HMAC-SHA256 of '<t>.<raw body>'>,"
+                " within 300 s of now; missing, stale or not matching: 400 invalid_signature",
+                "schema": {"type": "string", "pattern": SIGNATURE_PATTERN},
             }
         ],
     },

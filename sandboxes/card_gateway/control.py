@@ -55,6 +55,15 @@ async def list_payments(gateway: GatewayDep) -> dict[str, object]:
     return {"data": rows}
 
 
+@router.get("/refunds")
+async def list_refunds(gateway: GatewayDep) -> dict[str, object]:
+    rows = [
+        {**refund.to_api(), "idempotency_key": refund.idempotency_key}
+        for refund in gateway.state.refunds.values()
+    ]
+    return {"data": rows}
+
+
 @router.post("/payments/{payment_id}/settle")
 async def settle(payment_id: str, body: Settle, gateway: GatewayDep) -> JSONResponse:
     deferred = gateway.start_settlement(payment_id, body.outcome)

@@ -66,6 +66,12 @@ async def every_access_code(provider: ProviderDep) -> dict[str, object]:
     return {"data": rows}
 
 
+@router.get("/door_log")
+async def door_log(provider: ProviderDep) -> dict[str, object]:
+    """Every try at a door, oldest first (PINs included, hence the control token)."""
+    return {"data": [entry.to_api() for entry in provider.state.door_log]}
+
+
 @router.get("/devices")
 async def list_devices(provider: ProviderDep) -> dict[str, object]:
     return {"devices": sorted(provider.state.devices)}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import secrets
 import uuid
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -25,6 +26,8 @@ Status = Literal["setting", "set", "removing", "removed"]
 OPENS_THE_DOOR: frozenset[Status] = frozenset({"set", "removing"})
 MAX_LIVE_CODES_PER_DEVICE = 1000
 MAX_DEVICES = 1000
+# The door log keeps the newest tries; an audit after a long soak reads it before it wraps.
+MAX_DOOR_LOG = 100_000
 
 
 def utc_now() -> datetime:
@@ -114,6 +117,30 @@ class AccessCode:
         return [change.to_api() for change in self.timeline if change.at <= now]
 
 
+@dataclass(frozen=True)
+class DoorTry:
+    """One PIN typed on a device: when (the provider's now, and the real time, which the
+    clock offset does not move), for which moment, and the code that opened, if any."""
+
+    device_id: str
+    pin: str
+    at: datetime
+    now: datetime
+    wall: datetime
+    access_code_id: str | None
+
+    def to_api(self) -> dict[str, object]:
+        return {
+            "device_id": self.device_id,
+            "pin": self.pin,
+            "at": iso(self.at),
+            "now": iso(self.now),
+            "wall": iso(self.wall),
+            "opens": self.access_code_id is not None,
+            "access_code_id": self.access_code_id,
+        }
+
+
 @dataclass
 class LockState:
     devices: set[str]
@@ -123,6 +150,7 @@ class LockState:
     codes: dict[str, AccessCode] = field(default_factory=dict)
     faults: LockFaults = field(default_factory=LockFaults)
     clock_offset: timedelta = timedelta(0)
+    door_log: deque[DoorTry] = field(default_factory=lambda: deque(maxlen=MAX_DOOR_LOG))
 
     def now(self) -> datetime:
         return self.clock() + self.clock_offset
@@ -169,12 +197,16 @@ class LockState:
     # --- the sandbox's own controls -----------------------------------------------------
 
     def door(self, device_id: str, pin: str, at: datetime | None) -> AccessCode | None:
-        """The code that opens the door for ``pin`` at ``at`` (default now), if any."""
+        """The code that opens the door for ``pin`` at ``at`` (default now), if any; every
+        try on a known device is written to the door log."""
         self._require_device(device_id)
-        now = self.now()
+        wall = self.clock()
+        now = wall + self.clock_offset
         moment = now if at is None else at
         on_device = (c for c in self.codes.values() if c.request.device_id == device_id)
-        return next((c for c in on_device if c.opens(pin, moment, now)), None)
+        code = next((c for c in on_device if c.opens(pin, moment, now)), None)
+        self.door_log.append(DoorTry(device_id, pin, moment, now, wall, code.id if code else None))
+        return code
 
     def add_device(self, device_id: str) -> bool:
         """Adds a device; False when it already exists."""
@@ -190,6 +222,7 @@ class LockState:
 
     def reset(self) -> None:
         self.codes.clear()
+        self.door_log.clear()
         self.faults.clear()
         self.clock_offset = timedelta(0)
 

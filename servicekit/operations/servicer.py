@@ -21,6 +21,7 @@ from liftfit.ops.v1 import operations_pb2_grpc
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from servicekit.audit import AuditLog
+from servicekit.callers import speakers_for_users, vouched
 from servicekit.grpc_server import Registration
 from servicekit.incidents import Incidents
 from servicekit.operations import effects, failed_rows, requests
@@ -69,6 +70,7 @@ class OperationsServicer(operations_pb2_grpc.OperationsServiceServicer):
         self._outbox = Outbox(tables.outbox, producer=service)
         self._incidents = Incidents(tables.incidents)
         self._audit = AuditLog(tables.audit_log)
+        self._speakers = speakers_for_users()
 
     async def DescribeBooking(
         self, request: pb.DescribeBookingRequest, context: Context
@@ -108,6 +110,7 @@ class OperationsServicer(operations_pb2_grpc.OperationsServiceServicer):
         self, request: pb.ReplayEffectRequest, context: Context
     ) -> pb.ReplayEffectResponse:
         command = requests.ReplayEffect(request.effect_id, request.operator, request.reason)
+        operator = vouched(context, command.operator, self._speakers)
         async with self._sessions() as session, session.begin():
             try:
                 generation = await self._outbox.replay(session, uuid.UUID(command.effect_id))
@@ -115,11 +118,11 @@ class OperationsServicer(operations_pb2_grpc.OperationsServiceServicer):
                 raise NotFound("no outbox row has that effect_id") from None
             effect_id = uuid.UUID(command.effect_id)
             await failed_rows.resolve_replayed(
-                session, self._tables, effect_id, command.operator, command.reason
+                session, self._tables, effect_id, operator, command.reason
             )
             detail = {"reason": command.reason, "dispatch_generation": generation}
             await self._audit.within(session).record(
-                command.operator, REPLAY_EFFECT, command.effect_id, detail
+                operator, REPLAY_EFFECT, command.effect_id, detail
             )
         return pb.ReplayEffectResponse(effect_id=command.effect_id, dispatch_generation=generation)
 
@@ -140,11 +143,12 @@ class OperationsServicer(operations_pb2_grpc.OperationsServiceServicer):
         command = requests.ResolveIncident(
             request.incident_id, request.operator, request.decision, request.note
         )
+        operator = vouched(context, command.operator, self._speakers)
         async with self._sessions() as session, session.begin():
             resolution = await self._incidents.resolve_one(
                 session,
                 uuid.UUID(command.incident_id),
-                command.operator,
+                operator,
                 command.decision,
                 command.note,
             )
@@ -159,7 +163,7 @@ class OperationsServicer(operations_pb2_grpc.OperationsServiceServicer):
                     "subject_id": incident.subject_id,
                 }
                 await self._audit.within(session).record(
-                    command.operator, RESOLVE_INCIDENT, command.incident_id, detail
+                    operator, RESOLVE_INCIDENT, command.incident_id, detail
                 )
         return incident_message(self._service, resolution.incident)
 

@@ -5,6 +5,7 @@ null for a field that does not apply reads as the field left out."""
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -68,5 +69,31 @@ async def test_a_pass_plan_with_a_null_period_is_a_pass_plan_without_one(api: Ap
     first, second = (listed[code] for code in made)
     assert first["period_days"] == second["period_days"] == 0
     document = (await api.call("GET", "/openapi.json")).json()
-    period = document["components"]["schemas"]["NewPlan"]["properties"]["period_days"]
+    period = document["components"]["schemas"]["PassPlan"]["properties"]["period_days"]
     assert {"type": "null"} in period["anyOf"]
+
+
+async def test_a_slot_overlapping_the_studios_is_a_conflict_and_overlapping_its_own_is_invalid(
+    api: Api,
+) -> None:
+    studio = await api.studio(1)
+    path = f"/v1/ops/spaces/{studio.space_id}/slots"
+    taken = studio.slots[0]
+    price = {"amount": 45000, "currency": "CZK"}
+    again = {"starts_at": taken["starts_at"], "ends_at": taken["ends_at"], "price": price}
+    conflict = await api.call("POST", path, OPS, {"slots": [again]})
+    assert (conflict.status_code, conflict.json()["code"]) == (409, "slots_overlap"), conflict.text
+    start = datetime.fromisoformat(taken["starts_at"]) + timedelta(days=7)
+    first = {"starts_at": _iso(start), "ends_at": _iso(start + timedelta(hours=1)), "price": price}
+    second = {**first, "starts_at": _iso(start + timedelta(minutes=30))}
+    second["ends_at"] = _iso(start + timedelta(minutes=90))
+    invalid = await api.call("POST", path, OPS, {"slots": [first, second]})
+    assert (invalid.status_code, invalid.json()["code"]) == (422, "validation_error"), invalid.text
+    assert invalid.json()["errors"][0]["field"] == "slots"
+    touching = {**second, "starts_at": first["ends_at"]}
+    apart = await api.call("POST", path, OPS, {"slots": [first, touching]})
+    assert apart.status_code == 201, apart.text
+
+
+def _iso(when: datetime) -> str:
+    return when.astimezone(UTC).isoformat().replace("+00:00", "Z")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -227,3 +228,56 @@ def test_a_refusal_names_the_field_and_never_repeats_the_value(value: str) -> No
         refused = _refused(check, *args)
         assert str(refused).startswith(f"{args[0]}: ")
         assert value[:8] not in str(refused) and len(str(refused)) <= 300
+
+
+def test_the_text_pattern_is_printable_text_that_is_not_blank_for_every_character() -> None:
+    # One spelling of the rule serves the services and the gateway's document: it must be
+    # exactly what str.isprintable and "not only white space" say, character by character.
+    text = re.compile(validation.TEXT_PATTERN)
+    for point in range(sys.maxunicode + 1):
+        character = chr(point)
+        printable = character.isprintable()
+        assert bool(text.fullmatch(character)) == (printable and not character.isspace()), point
+        assert bool(text.fullmatch(f"a{character}")) == printable, point
+
+
+@given(st.text(max_size=20))
+def test_text_is_accepted_when_printable_and_not_blank_and_only_then(value: str) -> None:
+    expected = bool(value) and value.isprintable() and bool(value.strip())
+    try:
+        validation.text("name", value)
+        accepted = True
+    except InvalidField:
+        accepted = False
+    assert accepted == expected
+    optional = re.fullmatch(validation.OPTIONAL_TEXT_PATTERN, value) is not None
+    assert optional == (expected or value == "")
+
+
+@pytest.mark.parametrize(
+    ("written", "meant"),
+    [
+        ("2026-12-01T17:00:00Z", datetime(2026, 12, 1, 17, tzinfo=UTC)),
+        ("2000-01-01T00:00:00+00:00", datetime(2000, 1, 1, tzinfo=UTC)),
+        ("2099-12-31T23:59:59.123456789-00:00", datetime(2099, 12, 31, 23, 59, 59, 123456, UTC)),
+    ],
+)
+def test_a_utc_time_in_the_calendar_is_read(written: str, meant: datetime) -> None:
+    assert validation.utc_time("starts_at", written) == meant
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        "2026-12-01T17:00:00+01:00",
+        "2100-01-01T00:00:00Z",
+        "1999-12-31T23:59:59Z",
+        "2027-02-29T10:00:00Z",
+        "2026-12-01T17:00:00Z\n",
+        "2026-12-01T17:00:60Z",
+        "2026-12-01t17:00:00z",
+        "2026-12-01",
+    ],
+)
+def test_a_time_not_in_utc_or_outside_the_calendar_is_refused(written: str) -> None:
+    _refused(validation.utc_time, "starts_at", written)

@@ -15,29 +15,31 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import httpx
 
-from tests.gateway.api import Api, Org, new_key
-from tests.support.sandboxes import REPO_ROOT, SandboxAuth
-from tests.support.waiting import eventually
+from benchmarks.customers import (
+    SETTLED_WITHIN_S,
+    check_out,
+    confirmed,
+    control_auth,
+    expect,
+    iso,
+    read_booking,
+    read_pin,
+    within,
+)
+from benchmarks.customers import StepFailed as JourneyFailed
+from tests.gateway.api import Api, Org
 
-SETTLED_WITHIN_S = 120.0
 MAILS = 2  # the confirmation and the access mail
 DEVICE = "studio-a-door"  # the local run's default lock (ACCESS_DEFAULT_DEVICE)
-PLATFORM_ENV = REPO_ROOT / "deploy/local/platform.env"
-
-
-class JourneyFailed(Exception):
-    pass
 
 
 class Journey:
@@ -70,7 +72,7 @@ class Journey:
         starts = datetime.now(UTC).replace(second=0, microsecond=0) + timedelta(minutes=10)
         studio = {"name": f"K8s {self.name}", "timezone": "UTC"}
         space = await self._step("studio", lambda: self._new_studio(studio))
-        window = (_iso(starts), _iso(starts + timedelta(minutes=30)))
+        window = (iso(starts), iso(starts + timedelta(minutes=30)))
         new = {
             "starts_at": window[0],
             "ends_at": window[1],
@@ -78,7 +80,7 @@ class Journey:
         }
         path = f"/v1/ops/spaces/{space.json()['space_id']}/slots"
         created = await self.api.call("POST", path, "ops", {"slots": [new]})
-        _expect(created, 201, "slot")
+        expect(created, 201, "slot")
         self.said(f"studio and slot at {window[0]}")
         return str(created.json()[0]["slot_id"]), window
 
@@ -88,14 +90,13 @@ class Journey:
         answer = await self.api.call("POST", "/v1/ops/spaces", "ops", studio)
         if answer.status_code == 503:
             return None
-        _expect(answer, 201, "studio")
+        expect(answer, 201, "studio")
         return answer
 
     async def _checkout(self, org: Org, slot_id: str) -> str:
-        answer = await self.api.book(org, slot_id, key=new_key())
-        _expect(answer, 201, "checkout")
-        self.said(f"checked out booking {answer.json()['booking_id']}")
-        return str(answer.json()["booking_id"])
+        booking_id = str((await check_out(self.api, org, slot_id))["booking_id"])
+        self.said(f"checked out booking {booking_id}")
+        return booking_id
 
     async def _pay(self, org: Org, booking_id: str) -> None:
         async def link() -> str | None:
@@ -107,17 +108,14 @@ class Journey:
         settled = await self.card.post(
             f"/_sandbox/payments/{provider_id}/settle", json={"outcome": "succeed"}
         )
-        _expect(settled, 200, "payment on the hosted page")
+        expect(settled, 200, "payment on the hosted page")
         self.said("paid on the card sandbox")
 
     async def _confirmed(self, org: Org, booking_id: str) -> bool:
-        state: str = (await self._booking(org, booking_id))["state"]
-        return state == "confirmed"
+        return confirmed(await self._booking(org, booking_id))
 
     async def _pin(self, org: Org, booking_id: str) -> str | None:
-        path = f"/v1/orgs/{org.org_id}/bookings/{booking_id}/access"
-        answer = await self.api.call("GET", path, org.owner)
-        return answer.json().get("pin") if answer.status_code == 200 else None
+        return await read_pin(self.api, org, booking_id)
 
     async def _at_lock(self, pin: str, window: tuple[str, str]) -> bool:
         codes = (await self.lock.get("/_sandbox/access_codes")).json()["data"]
@@ -134,54 +132,26 @@ class Journey:
         return len(found) >= MAILS
 
     async def _booking(self, org: Org, booking_id: str) -> dict[str, Any]:
-        answer = await self.api.call(
-            "GET", f"/v1/orgs/{org.org_id}/bookings/{booking_id}", org.owner
-        )
-        _expect(answer, 200, "booking read")
-        found: dict[str, Any] = answer.json()
-        return found
+        return await read_booking(self.api, org, booking_id)
 
     async def _step(self, what: str, check: Callable[[], Awaitable[Any]]) -> Any:
-        try:
-            result = await eventually(check, SETTLED_WITHIN_S, every=0.5)
-        except AssertionError as late:
-            raise JourneyFailed(f"{what}: {late}") from None
+        result = await within(what, check, SETTLED_WITHIN_S, every=0.5)
         self.said(what)
         return result
-
-
-def _expect(answer: httpx.Response, status: int, what: str) -> None:
-    if answer.status_code != status:
-        raise JourneyFailed(f"{what}: {answer.status_code} {answer.text[:300]}")
-
-
-def _iso(when: datetime) -> str:
-    return when.isoformat().replace("+00:00", "Z")
 
 
 async def main(arguments: argparse.Namespace) -> None:
     async with (
         Api.at(arguments.gateway) as api,
         httpx.AsyncClient(
-            base_url=arguments.card, auth=_control("CARD_GATEWAY_CONTROL_TOKEN"), timeout=15
+            base_url=arguments.card, auth=control_auth("CARD_GATEWAY_CONTROL_TOKEN"), timeout=15
         ) as card,
         httpx.AsyncClient(
-            base_url=arguments.lock, auth=_control("LOCK_PROVIDER_CONTROL_TOKEN"), timeout=15
+            base_url=arguments.lock, auth=control_auth("LOCK_PROVIDER_CONTROL_TOKEN"), timeout=15
         ) as lock,
         httpx.AsyncClient(base_url=arguments.mail, timeout=15) as mail,
     ):
         await Journey(arguments.name, api, card, lock, mail).run()
-
-
-def _control(setting: str, settings: Path = PLATFORM_ENV) -> SandboxAuth:
-    """The sandbox's control token: the environment's, else the local run's, which
-    `platform.sh providers` started the sandboxes with."""
-    token = os.environ.get(setting, "")
-    for line in settings.read_text().splitlines():
-        name, _, value = line.partition("=")
-        if name == setting and not token:
-            token = value.strip()
-    return SandboxAuth(control_token=token)
 
 
 def parsed(argv: list[str]) -> argparse.Namespace:

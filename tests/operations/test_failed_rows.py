@@ -14,6 +14,7 @@ from sqlalchemy import select, update
 from services.booking.adapters import orm
 from tests.booking.harness import BookingHarness, eventually
 from tests.operations.operator import new_id, operations
+from tests.support import tls
 
 OUTBOX = orm.eventing.outbox
 KIND = "outbox_row_failed"
@@ -110,3 +111,27 @@ async def test_a_resolved_failed_row_stays_resolved_and_fails_anew_after_a_repla
     [second] = await _open_of(booking, effect_id)
     assert second.subject_id == f"{effect_id}/1:{booking_id}"
     assert second.incident_id != first.incident_id
+
+
+async def test_an_operator_named_by_the_operators_tools_is_recorded_beside_the_tools(
+    booking: BookingHarness,
+) -> None:
+    """The tools' certificate proves which tool called, not who typed the name: the audit
+    and the incident say both. From the gateway, which authenticated the operator, the
+    name stands alone (the test above)."""
+    _, effect_id = await _failed_request(booking)
+    [incident] = await _open_of(booking, effect_id)
+    async with tls.channel(booking.app.grpc_target, "operator-tools") as channel:
+        await operations(channel).ReplayEffect(
+            pb.ReplayEffectRequest(effect_id=effect_id, operator="ops-anna", reason="by hand")
+        )
+    resolved = await operations(booking.channel).ListIncidents(
+        pb.ListIncidentsRequest(state="resolved")
+    )
+    [closed] = [i for i in resolved.incidents if i.incident_id == incident.incident_id]
+    audit = orm.eventing.audit_log.c
+    async with booking.app.uows.sessions() as session:
+        query = select(audit.actor).where(audit.subject == effect_id)
+        actors = list((await session.execute(query)).scalars())
+    assert closed.resolved_by == "ops-anna via operator-tools"
+    assert actors == ["ops-anna via operator-tools"]

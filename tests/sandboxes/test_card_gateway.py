@@ -275,10 +275,11 @@ def test_the_controls_answer_only_to_the_control_token(
         refused = [
             stranger.post("/_sandbox/faults", json={"fail_next_calls": 1}),
             stranger.get("/_sandbox/payments"),
+            stranger.get("/_sandbox/refunds"),
             stranger.post("/_sandbox/config", json={"notify_url": "http://127.0.0.1:1/"}),
             stranger.post("/_sandbox/reset"),
         ]
-    assert [r.status_code for r in refused] == [401] * 4
+    assert [r.status_code for r in refused] == [401] * 5
     assert refused[0].json() == {"error": "unauthorized"}
     # Nothing changed: the next call is served, and the notifications go where they went.
     assert create(api, "after-the-stranger").status_code == 201
@@ -552,6 +553,19 @@ def test_full_refund_marks_the_payment_refunded_and_notifies(
     assert (current["state"], current["refunded_amount"]) == ("refunded", 25000)
     states = [n.json()["data"]["state"] for n in receiver.wait_for(2)]
     assert states == ["paid", "refunded"]
+
+
+def test_every_refund_is_listed_with_its_key(api: httpx.Client) -> None:
+    payment = paid_payment(api)
+    first = refund(api, payment["id"], "refund-1", 5000).json()
+    second = refund(api, payment["id"], "refund-2", 20000).json()
+
+    listed = api.get("/_sandbox/refunds").json()["data"]
+
+    assert listed == [
+        first | {"idempotency_key": "refund-1"},
+        second | {"idempotency_key": "refund-2"},
+    ]
 
 
 def test_refund_of_an_unpaid_payment_is_not_refundable(api: httpx.Client) -> None:

@@ -251,6 +251,21 @@ async def test_the_door_answers_with_the_code_that_opened_it(api: httpx.AsyncCli
     assert refused.json() == {"opens": False, "access_code_id": None}  # now is before 2030
 
 
+async def test_every_try_at_the_door_is_in_the_door_log(api: httpx.AsyncClient) -> None:
+    code = await create(api, alias())
+    wrong = "000000" if code["code"] != "000000" else "111111"
+
+    await opens(api, code["code"], INSIDE)
+    await opens(api, wrong, INSIDE, device_id=OTHER_DOOR)
+    log = (await api.get("/_sandbox/door_log")).json()["data"]
+
+    assert [(e["device_id"], e["pin"], e["at"], e["opens"], e["access_code_id"]) for e in log] == [
+        (DOOR, code["code"], iso(INSIDE), True, code["access_code_id"]),
+        (OTHER_DOOR, wrong, iso(INSIDE), False, None),
+    ]
+    assert all(datetime.fromisoformat(e["wall"]) <= datetime.now(UTC) for e in log)
+
+
 async def test_without_a_time_the_door_is_tried_now(api: httpx.AsyncClient) -> None:
     now = datetime.now(UTC)
     current = await create(
@@ -649,11 +664,12 @@ async def test_the_controls_answer_only_to_the_control_token_but_the_door_to_any
             await stranger.post("/_sandbox/faults", json={"fail_next_calls": 1}),
             await stranger.post("/_sandbox/clock", json={"offset_seconds": 7200}),
             await stranger.get("/_sandbox/access_codes"),
+            await stranger.get("/_sandbox/door_log"),
             await stranger.post("/_sandbox/devices", json={"device_id": "strangers-door"}),
             await stranger.post("/_sandbox/reset"),
         ]
         door = await stranger.post("/_sandbox/door", json={"device_id": DOOR, "pin": code["code"]})
-    assert [r.status_code for r in refused] == [401] * 5
+    assert [r.status_code for r in refused] == [401] * 6
     assert refused[0].json() == {"error": "unauthorized"}
     assert door.json()["opens"] is True  # the door is the keypad at the studio: anyone tries it
     # Nothing changed: the next call is served, the clock did not move, the code is there.
@@ -691,9 +707,12 @@ async def test_reset_forgets_codes_and_faults_but_keeps_devices(api: httpx.Async
     await create(api, alias(), device_id=device)
     await set_faults(api, fail_next_calls=5)
 
+    await opens(api, "1234", INSIDE, device_id=device)
+
     await api.post("/_sandbox/reset")
 
     assert await every_code(api) == []
+    assert (await api.get("/_sandbox/door_log")).json()["data"] == []
     assert (await api.get("/_sandbox/faults")).json()["fail_next_calls"] == 0
     assert device in (await api.get("/_sandbox/devices")).json()["devices"]
 

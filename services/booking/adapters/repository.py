@@ -17,7 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from servicekit import driver_sql
-from servicekit.refusals import InvalidRequest, NotFound
+from servicekit.refusals import NotFound
 from services.booking.adapters import orm
 from services.booking.adapters.rows import (
     booking_of,
@@ -27,7 +27,7 @@ from services.booking.adapters.rows import (
     slot_of,
     slot_values,
 )
-from services.booking.domain.errors import SlotUnavailable
+from services.booking.domain.errors import SlotsOverlap, SlotUnavailable
 from services.booking.domain.model import Booking, Slot
 
 
@@ -66,7 +66,8 @@ class SlotRepository:
             await self._session.execute(orm.slots.insert(), rows)
         except IntegrityError as error:
             if driver_sql.constraint_of(error) == "slots_do_not_overlap_in_a_space":
-                raise InvalidRequest("slots overlap each other or existing slots") from None
+                # New slots that overlap each other were refused before (commands.slot_batch).
+                raise SlotsOverlap("a new slot overlaps one the space has") from None
             raise
 
     async def lock(self, slot_id: str) -> Slot:

@@ -7,14 +7,16 @@ prices positive ISO 4217 money, slots at most a day long within the calendar ran
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from itertools import pairwise
 
 from servicekit import validation
 from servicekit.commands import IdempotentCommand
 from servicekit.contacts import NO_CONTACT, Contact
 from servicekit.idempotency import fingerprint
-from servicekit.refusals import invalid_fields_refused
+from servicekit.refusals import InvalidRequest, invalid_fields_refused
 from services.booking.domain.model import Money, PaymentMode, TimeRange
 
 MAX_PARTY_SIZE = 4
@@ -133,6 +135,16 @@ class NewSlot:
                 "slot", self.during.starts_at, self.during.ends_at, longest=LONGEST_SLOT
             )
         price(self.price.amount, self.price.currency)
+
+
+def slots_apart(new_slots: Sequence[NewSlot]) -> Sequence[NewSlot]:
+    """New slots none of which overlaps another ([starts_at, ends_at): touching is apart).
+    Overlapping a slot the space has already is the state's refusal (SlotsOverlap)."""
+    ordered = sorted(new_slots, key=lambda slot: slot.during.starts_at)
+    for earlier, later in pairwise(ordered):
+        if later.during.starts_at < earlier.during.ends_at:
+            raise InvalidRequest("new slots overlap each other", "slots")
+    return new_slots
 
 
 def slot_count(count: int) -> int:

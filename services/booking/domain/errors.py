@@ -13,6 +13,10 @@ class SlotUnavailable(Refusal, reason="slot_unavailable", kind=Kind.PRECONDITION
     """The slot is held, booked, closed or already started."""
 
 
+class SlotsOverlap(Refusal, reason="slots_overlap", kind=Kind.PRECONDITION):
+    """A new slot overlaps one the space already has: the state refuses it, not the request."""
+
+
 class InsufficientPassBalance(Refusal, reason="insufficient_pass_balance", kind=Kind.PRECONDITION):
     """The organisation has no pass entry left to redeem."""
 

@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Sequence
 
 from servicekit.refusals import InvalidRequest
-from services.booking.domain.commands import CreateSpace, NewSlot
+from services.booking.domain.commands import CreateSpace, NewSlot, slots_apart
 from services.booking.domain.model import Money, Slot, Space
 from services.booking.service_layer import messages
 from services.booking.service_layer.unit_of_work import UnitOfWork
@@ -22,6 +22,7 @@ async def create_space(uow: UnitOfWork, command: CreateSpace) -> Space:
 async def create_slots(uow: UnitOfWork, space_id: str, new_slots: Sequence[NewSlot]) -> list[Slot]:
     if not new_slots:
         raise InvalidRequest("at least one slot is required")
+    slots_apart(new_slots)
     await uow.spaces.require(space_id)
     created = [Slot(str(uuid.uuid4()), space_id, new.during, new.price) for new in new_slots]
     await uow.slots.add_many(created)

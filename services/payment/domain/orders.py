@@ -36,6 +36,10 @@ ORDER_FAILED: Final = "failed"
 
 # A catalogue code once normalised (trimmed, lower case): "pass-10", "team.yearly".
 PLAN_CODE = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+# As a caller may write it: in any case, with spaces around it. Checked before lowering, so
+# no other character lowers into the code (the Kelvin sign would become a "k").
+PLAN_CODE_AS_WRITTEN = re.compile(r" *[A-Za-z0-9][A-Za-z0-9._-]{0,63} *")
+MAX_PLAN_CODE_AS_WRITTEN = 100
 MAX_PLAN_VERSION = 9_999
 MAX_ENTRIES = 1_000  # entries a pass may add at once
 MAX_PERIOD_DAYS = 366  # a subscription is paid at least once a year
@@ -114,7 +118,8 @@ def normalise_plan_code(code: str) -> str:
 def plan_code(code: str, as_error: type[InvalidRequest] = InvalidRequest) -> str:
     """A caller's plan code, normalised; it must then be 1-64 of a-z 0-9 . _ - ."""
     with invalid_fields_refused(as_error):
-        validation.text("plan_code", code, max_length=100)
+        validation.text("plan_code", code, max_length=MAX_PLAN_CODE_AS_WRITTEN)
+        validation.matching("plan_code", code, PLAN_CODE_AS_WRITTEN, "1 to 64 of a-z 0-9 . _ -")
         return validation.matching(
             "plan_code", normalise_plan_code(code), PLAN_CODE, "1 to 64 of a-z 0-9 . _ -"
         )
