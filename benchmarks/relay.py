@@ -266,12 +266,14 @@ async def prepared(
 
 async def measure(brokers: list[Broker]) -> None:
     """Every broker gets one uncounted burst first (a broker started for this run has a
-    cold JVM), then the rounds alternate between them, relay then bare producer, so each
-    broker sees the same machine."""
+    cold JVM), then the rounds alternate between them, relay then bare producer, each round
+    in the other order, so each broker sees the same machine."""
     for broker in brokers:
         await broker.burst("warm")
     for i in range(ROUNDS):
-        for broker in brokers:
+        # Each round starts with the other broker: the one measured second works while the
+        # first still settles its own burst (flushes, the receiver's fetches).
+        for broker in brokers if i % 2 == 0 else brokers[::-1]:
             figures = await broker.burst(f"burst{i}")
             figures["bare_rows_per_s"] = await broker.bare(f"bare{i}")
             broker.rounds.append(figures)
