@@ -449,10 +449,10 @@ def confine(admin_dsn: str, service: str, name: str) -> tuple[str, str]:
     the service's owner role, reachable only by it and the service's runtime role. Returns
     the two roles, made when missing."""
     owner, runtime = service_roles(service)
-    for role in (owner, runtime):
-        _ensure_role(admin_dsn, role)
     database = sql.Identifier(name)
     with psycopg.connect(admin_dsn, autocommit=True, connect_timeout=10) as conn:
+        for role in (owner, runtime):
+            _ensure_role(conn, role)
         alter = sql.SQL("ALTER DATABASE {} OWNER TO {}")
         conn.execute(alter.format(database, sql.Identifier(owner)))
         revoke = sql.SQL("REVOKE CONNECT, TEMPORARY ON DATABASE {} FROM PUBLIC")
@@ -462,14 +462,13 @@ def confine(admin_dsn: str, service: str, name: str) -> tuple[str, str]:
     return owner, runtime
 
 
-def _ensure_role(admin_dsn: str, role: str) -> None:
+def _ensure_role(conn: psycopg.Connection[Any], role: str) -> None:
     """A login role, neither superuser nor creator, whose password is its name."""
+    if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
+        return
     create = sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD {}")
-    with psycopg.connect(admin_dsn, autocommit=True, connect_timeout=10) as conn:
-        if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
-            return
-        with contextlib.suppress(errors.DuplicateObject, errors.UniqueViolation):
-            conn.execute(create.format(sql.Identifier(role), sql.Literal(role)))  # a race lost
+    with contextlib.suppress(errors.DuplicateObject, errors.UniqueViolation):
+        conn.execute(create.format(sql.Identifier(role), sql.Literal(role)))  # a race lost
 
 
 class MigratedTemplates:
