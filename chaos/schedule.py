@@ -3,7 +3,8 @@ same order, on the same targets, with the same durations and parameters.
 
 `plan(seed, minutes)` uses nothing but `random.Random(seed)`, so a failing soak is replayed
 by its seed. Every kind comes at least three times in ten minutes (each process is killed
-and each consumer paused at least once in that time), and two faults that would spoil each
+and each consumer paused at least once in that time) and at least once in the shortest soak
+(two minutes, the one `make test` runs), and two faults that would spoil each
 other never overlap: they are given resources, a fault claims some for itself alone and
 needs others to be left alone (`conflicts`). Kafka's and PostgreSQL's outages claim the
 infrastructure, so they never overlap; a killed process is restarted by `platform.sh up`,
@@ -16,13 +17,15 @@ before it waits for quiescence.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-MIN_MINUTES = 10  # every kind three times, the outages apart
+MIN_MINUTES = 2  # every kind once, the outages one after the other
+PLACEMENTS = 20  # draws of the placement before a schedule is called impossible
 LEAD_S = 10.0  # the workload is under way before the first fault
 
 
@@ -79,6 +82,9 @@ RECOVERY_S = {
     FaultKind.KAFKA_OUTAGE: 45.0,
     FaultKind.POSTGRES_OUTAGE: 20.0,
 }
+# How long a sandbox's fault stays switched on; shorter in a soak of less than ten minutes,
+# where each sandbox's kill and its contending faults (two that set its hang) must fit too.
+SANDBOX_FAULT_S, SHORT_SANDBOX_FAULT_S = (15.0, 40.0), (10.0, 20.0)
 # The providers' clients give up after 5 s: a hang longer than that is a timeout.
 HANG_S = (6, 12)
 
@@ -140,15 +146,22 @@ def plan(seed: int, minutes: float) -> list[PlannedFault]:
     if minutes < MIN_MINUTES:
         raise ScheduleError(f"a soak of {minutes} minutes is too short for every kind")
     rng = random.Random(seed)
-    kinds = [
-        kind for kind in FaultKind for _ in range(math.ceil(PER_TEN_MINUTES[kind] * minutes / 10))
-    ]
+    kinds = [kind for kind in FaultKind for _ in range(_how_many(kind, minutes))]
     extras = [k for k in FaultKind if k not in INFRASTRUCTURE_KINDS]
     kinds += [rng.choice(extras) for _ in range(rng.randint(0, math.ceil(minutes / 2)))]
     rng.shuffle(kinds)
     targets = _targets(rng)
-    drawn = [_draw(rng, kind, targets) for kind in kinds]
+    drawn = [_draw(rng, kind, targets, minutes) for kind in kinds]
     horizon = heal_at(minutes)
+    # A short soak is crowded: a placement that leaves one fault no room is drawn again, from
+    # the same generator, so the seed still decides the schedule.
+    for _ in range(PLACEMENTS - 1):
+        with contextlib.suppress(ScheduleError):
+            return _placed(drawn, rng, horizon)
+    return _placed(drawn, rng, horizon)
+
+
+def _placed(drawn: list[PlannedFault], rng: random.Random, horizon: float) -> list[PlannedFault]:
     placed = _spread_outages([f for f in drawn if f.kind in INFRASTRUCTURE_KINDS], rng, horizon)
     # Kills first: each needs its sandbox free of faults and PostgreSQL up for a minute.
     rest = sorted(
@@ -160,6 +173,10 @@ def plan(seed: int, minutes: float) -> list[PlannedFault]:
     return sorted(placed, key=lambda f: f.offset)
 
 
+def _how_many(kind: FaultKind, minutes: float) -> int:
+    return max(1, math.ceil(PER_TEN_MINUTES[kind] * minutes / 10))
+
+
 def _targets(rng: random.Random) -> dict[FaultKind, list[str]]:
     """Each kind's targets in a drawn order, taken in turn, so every one comes up."""
     kills, pauses = list(KILLABLE), list(CONSUMERS)
@@ -168,7 +185,9 @@ def _targets(rng: random.Random) -> dict[FaultKind, list[str]]:
     return {FaultKind.PROCESS_KILL: kills, FaultKind.CONSUMER_PAUSE: pauses}
 
 
-def _draw(rng: random.Random, kind: FaultKind, targets: dict[FaultKind, list[str]]) -> PlannedFault:
+def _draw(
+    rng: random.Random, kind: FaultKind, targets: dict[FaultKind, list[str]], minutes: float
+) -> PlannedFault:
     """The fault's target, duration and parameters; its offset comes with its placement."""
     if kind in targets:
         turn = targets[kind]
@@ -176,11 +195,11 @@ def _draw(rng: random.Random, kind: FaultKind, targets: dict[FaultKind, list[str
         turn.append(target)
     else:
         target = SANDBOX_OF.get(kind) or (KAFKA if kind == FaultKind.KAFKA_OUTAGE else POSTGRES)
-    duration = round(_duration(rng, kind), 1)
+    duration = round(_duration(rng, kind, minutes), 1)
     return PlannedFault(0.0, kind, target, duration, _parameters(rng, kind))
 
 
-def _duration(rng: random.Random, kind: FaultKind) -> float:
+def _duration(rng: random.Random, kind: FaultKind, minutes: float) -> float:
     match kind:
         case FaultKind.PROCESS_KILL:  # down before the orchestrator restarts it
             return rng.uniform(1, 5)
@@ -190,8 +209,8 @@ def _duration(rng: random.Random, kind: FaultKind) -> float:
             return rng.uniform(20, 30)
         case FaultKind.POSTGRES_OUTAGE:
             return 10.0
-        case _:  # a sandbox's fault stays switched on this long
-            return rng.uniform(15, 40)
+        case _:
+            return rng.uniform(*(SANDBOX_FAULT_S if minutes >= 10 else SHORT_SANDBOX_FAULT_S))
 
 
 def _parameters(rng: random.Random, kind: FaultKind) -> dict[str, object]:
@@ -229,17 +248,21 @@ def _parameters(rng: random.Random, kind: FaultKind) -> dict[str, object]:
 def _spread_outages(
     outages: list[PlannedFault], rng: random.Random, horizon: float
 ) -> list[PlannedFault]:
-    """One outage in each of as many equal stretches of the soak, at a drawn place in it:
-    placed one by one at random, they could leave no gap long enough for the last."""
-    stretch = (horizon - LEAD_S) / max(len(outages), 1)
-    placed = []
-    for index, outage in enumerate(outages):
-        # A tenth of a second spare at each end: offsets are cut to tenths.
-        room = stretch - (outage.until - outage.offset) - 0.2
-        if room < 0:
-            raise ScheduleError(f"{len(outages)} outages do not fit apart in {horizon:.0f} s")
-        start = LEAD_S + index * stretch + 0.1 + rng.uniform(0, room)
+    """The outages one after the other, in their drawn order, with drawn gaps between them
+    that share out the time they leave: placed one by one at random, they could leave no
+    gap long enough for the last."""
+    spans = [outage.until - outage.offset for outage in outages]
+    # A tenth of a second spare around each: offsets are cut to tenths.
+    room = horizon - LEAD_S - sum(spans) - 0.2 * len(outages)
+    if room < 0:
+        raise ScheduleError(f"{len(outages)} outages do not fit apart in {horizon:.0f} s")
+    shares = [rng.random() for _ in range(len(outages) + 1)]
+    gaps = [room * share / sum(shares) for share in shares]
+    placed, start = [], LEAD_S
+    for outage, span, gap in zip(outages, spans, gaps, strict=False):
+        start += gap + 0.1
         placed.append(_at(outage, start))
+        start += span + 0.1
     return placed
 
 
