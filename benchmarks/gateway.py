@@ -242,6 +242,7 @@ async def floor(platform: Platform) -> AsyncIterator[tuple[str, int]]:
         "benchmarks.gateway_floor",
         str(port),
         platform.address("BOOKING_GRPC_ADDRESS"),
+        platform.env["GATEWAY_TLS_DIR"],
         cwd=REPO_ROOT,
     )
     url = f"http://127.0.0.1:{port}"
@@ -350,7 +351,35 @@ def summarise(rounds: list[dict[str, Load]]) -> dict[str, float | int]:
     floor_added = summary["floor_get_p50_ms"] - summary["direct_get_p50_ms"]
     print(f"the floor adds to a GET's p50: {floor_added:.2f} ms")
     summary["floor_added_get_p50_ms"] = round(floor_added, 2)
-    return summary
+    return summary | _acceptance(summary)
+
+
+def _acceptance(summary: dict[str, float | int]) -> dict[str, float | int]:
+    """The figures issue 37's acceptance names: the gateway's CPU per answer, and ratios of
+    loads measured side by side in this run (absolute rates say how busy the machine was)."""
+
+    def ratio(over: str, under: str) -> float:
+        return round(summary[over] / summary[under], 2) if summary[under] else 0.0
+
+    figures = {
+        "get_gateway_cpu_ms": summary["gateway_get_gateway_cpu_ms"],
+        "get_ratio_to_floor": ratio("gateway_get_per_s", "floor_get_per_s"),
+        "get_booking_cpu_ratio_to_direct": ratio(
+            "gateway_get_booking_cpu_ms", "direct_get_booking_cpu_ms"
+        ),
+        "post_gateway_cpu_ms": summary["gateway_post_gateway_cpu_ms"],
+        "post_ratio_to_direct": ratio("gateway_post_per_s", "direct_post_per_s"),
+    }
+    print(
+        f"gateway GET: {figures['get_gateway_cpu_ms']:.2f} ms gateway CPU per answer, "
+        f"x{figures['get_ratio_to_floor']:.2f} the floor's rate, booking CPU "
+        f"x{figures['get_booking_cpu_ratio_to_direct']:.2f} a direct GetBooking's"
+    )
+    print(
+        f"gateway POST: {figures['post_gateway_cpu_ms']:.2f} ms gateway CPU per answer, "
+        f"x{figures['post_ratio_to_direct']:.2f} a direct Checkout's rate"
+    )
+    return figures
 
 
 async def _measure(infra: Infrastructure) -> None:
