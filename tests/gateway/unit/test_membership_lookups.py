@@ -16,10 +16,12 @@ from gateway_bff.store.directory import Directory
 
 
 class _Database:
-    """Answers every query with the member `bench`, after a pause, and counts them."""
+    """Answers every query with the member `bench` (or with no one), after a pause, and
+    counts them."""
 
-    def __init__(self) -> None:
+    def __init__(self, member: bool = True) -> None:
         self.queries = 0
+        self.member = member
 
     def __call__(self) -> _Database:
         return self
@@ -46,7 +48,8 @@ class _Database:
             "locale": "en",
             "created_at": datetime.now(UTC),
         }
-        return SimpleNamespace(first=lambda: SimpleNamespace(_mapping=row))
+        found = SimpleNamespace(_mapping=row) if self.member else None
+        return SimpleNamespace(first=lambda: found)
 
 
 async def test_lookups_that_miss_together_share_one_query_and_its_answer_is_remembered() -> None:
@@ -58,3 +61,12 @@ async def test_lookups_that_miss_together_share_one_query_and_its_answer_is_reme
     assert {member.user if member else None for member in found} == {"bench"}
     assert await directory.membership(org_id, "bench") is not None
     assert database.queries == 1
+
+
+async def test_someone_not_found_is_asked_about_every_time() -> None:
+    database = _Database(member=False)
+    directory = Directory(cast(async_sessionmaker[AsyncSession], database))
+    org_id = str(uuid.UUID(int=1))
+    for asked in (1, 2, 3):
+        assert await directory.membership(org_id, "stranger") is None
+        assert database.queries == asked
