@@ -13,7 +13,6 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
 from starlette.exceptions import HTTPException
 
 from gateway_bff import bodies
@@ -22,6 +21,7 @@ from gateway_bff.edge import Gate
 from gateway_bff.limits import is_limited_write
 from gateway_bff.parts import IDEMPOTENCY_HEADER, Parts
 from gateway_bff.problems import Problem, from_fault, validation_error
+from gateway_bff.request_spans import RequestSpans
 from gateway_bff.routes import (
     bookings,
     catalogue,
@@ -52,8 +52,8 @@ def create_app(parts: Parts, lifespan: Lifespan | None = None) -> FastAPI:
         version="1",
         description=DESCRIPTION,
         lifespan=lifespan,
-        # The server spans are OpenTelemetry's instrumentation's (below) and the metrics
-        # the gate's; FastAPI's own would be a second span and a second set.
+        # The server spans are gateway_bff.request_spans' (below) and the metrics the
+        # gate's; FastAPI's own would be a second span and a second set.
         telemetry={"tracing": False, "metrics": False, "logs": False, "operation_spans": False},
     )
     app.state.parts = parts
@@ -64,17 +64,11 @@ def create_app(parts: Parts, lifespan: Lifespan | None = None) -> FastAPI:
     app.add_middleware(
         Gate, identity=parts.identity, directory=parts.directory, limits=parts.limits
     )
+    # A server span per request, named by its route, around the gate: a booking's trace
+    # starts there. Added last, so it runs first.
+    app.add_middleware(RequestSpans)
     _document(app)
-    _trace_requests(app)
     return app
-
-
-def _trace_requests(app: FastAPI) -> None:
-    """A server span per request, named by its route, around the gate: a booking's trace
-    starts here. Probes and scrapes open none, nor does each ASGI message."""
-    FastAPIInstrumentor.instrument_app(
-        app, excluded_urls="/healthz,/readyz,/metrics", exclude_spans=["receive", "send"]
-    )
 
 
 def _document(app: FastAPI) -> None:

@@ -9,9 +9,8 @@ It runs before the body is read, so a stranger learns nothing from a body's erro
 A write (gateway_bff.limits) is refused with 429 past its address's limit, before anyone is
 asked who calls, and past its caller's limit once the caller is known.
 Each request also gets its line in the request metrics; its server span (the trace that
-follows a booking starts there) is OpenTelemetry's FastAPI instrumentation's, around the
-gate (gateway_bff.app). A pure ASGI middleware: Starlette's BaseHTTPMiddleware costs a
-task and a queue per request.
+follows a booking starts there) is gateway_bff.request_spans', around the gate. A pure
+ASGI middleware: Starlette's BaseHTTPMiddleware costs a task and a queue per request.
 """
 
 from __future__ import annotations

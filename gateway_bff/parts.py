@@ -38,7 +38,7 @@ def parts_of(request: Request) -> Parts:
     return parts
 
 
-def idempotency_key(
+async def idempotency_key(
     key: Annotated[
         str | None,
         Header(
@@ -48,7 +48,9 @@ def idempotency_key(
     ] = None,
 ) -> str:
     """The key, checked here so a missing or malformed one is the contract's 400 rather than
-    a 422; the document declares it required (gateway_bff.app), which it is."""
+    a 422; the document declares it required (gateway_bff.app), which it is. A coroutine
+    though it awaits nothing: FastAPI runs a plain function dependency in a worker thread,
+    and that hand-over was a tenth of the gateway's CPU per POST."""
     if key is None:
         raise Problem(400, "idempotency_key_required", "An Idempotency-Key header is required")
     if not IDEMPOTENCY_KEY.fullmatch(key):

@@ -210,13 +210,21 @@ PROMPT_RECONNECT: Sequence[tuple[str, int]] = (
 
 
 def channel(
-    target: str, tls_dir: str | Path, options: Sequence[tuple[str, int]] = ()
+    target: str,
+    tls_dir: str | Path,
+    options: Sequence[tuple[str, int]] = (),
+    client_spans: bool = True,
 ) -> RotatingChannel:
-    """A channel to a service, as the principal whose certificate folder is `tls_dir`."""
+    """A channel to a service, as the principal whose certificate folder is `tls_dir`.
+
+    `client_spans`: each call's client span is OpenTelemetry's interceptor's; False leaves
+    them to the caller, who opens them around its calls (servicekit.grpc_client_spans, as
+    the gateway does: the interceptor was a large part of its CPU per request)."""
+    interceptors = tracing.client_interceptors() if client_spans else None
 
     def make(credentials: grpc.ChannelCredentials) -> grpc.aio.Channel:
         return grpc.aio.secure_channel(
-            target, credentials, options=list(options), interceptors=tracing.client_interceptors()
+            target, credentials, options=list(options), interceptors=interceptors
         )
 
     return RotatingChannel(Identity(Path(tls_dir)), make)

@@ -187,6 +187,11 @@ class _Method:
         self._kind, self._method, self._args, self._kwargs = kind, method, args, kwargs
         self._made: tuple[grpc.aio.Channel, Any] | None = None
 
+    @property
+    def full_name(self) -> str:
+        """The method's path, "/package.Service/Method"."""
+        return self._method
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         channel = self._rotating.current()
         made = self._made

@@ -60,7 +60,12 @@ async def create_booking(
     )
     services = parts.services
     reply = await services["booking"].write(services.booking.Checkout, checkout, member.user)
-    return await _answer(parts, reply, 201, strict=False)
+    if reply.replayed:  # its payment and access may exist by now
+        return await _answer(parts, reply, 201, strict=False)
+    # A new booking's payment and access are made after it, by their services from its
+    # events (the contract: `payment` is null until it exists, the client reads again):
+    # neither exists when the booking service answers, so neither is asked for.
+    return JSONResponse(resources.booking(reply.booking, None, None), status_code=201)
 
 
 @router.get(

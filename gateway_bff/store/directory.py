@@ -6,6 +6,7 @@ never misses a change nor records one that did not happen.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
@@ -77,7 +78,9 @@ class Directory:
     (MEMBERSHIP_TTL_S), since a database round trip per request was the largest part of the
     gateway's own cost. Someone not found is asked again every time, so a new member is let
     in at once; a change made through this process replaces what it remembered. There is no
-    removal of a member yet; once there is, it must forget here too."""
+    removal of a member yet; once there is, it must forget here too. Requests that miss at
+    the same moment (every client's, when a remembered member expires under load) wait for
+    one query rather than each opening a connection for its own."""
 
     def __init__(
         self, sessions: async_sessionmaker[AsyncSession], ttl_s: float = MEMBERSHIP_TTL_S
@@ -86,11 +89,21 @@ class Directory:
         self._audit = AuditLog(orm.audit)
         self._members: Remembered[tuple[str, str], Member] = Remembered(ttl_s)
         self._operators: Remembered[str, bool] = Remembered(ttl_s)
+        self._asking: dict[tuple[str, str], asyncio.Future[Member | None]] = {}
 
     async def membership(self, org_id: str, user: str) -> Member | None:
-        known = self._members.get((org_id, user))
+        key = (org_id, user)
+        known = self._members.get(key)
         if known is not None:
             return known
+        asking = self._asking.get(key)
+        if asking is None:
+            asking = self._asking[key] = asyncio.ensure_future(self._read_member(org_id, user))
+            asking.add_done_callback(lambda _: self._asking.pop(key, None))
+        # Shielded: a caller that goes away does not cancel the others' answer.
+        return await asyncio.shield(asking)
+
+    async def _read_member(self, org_id: str, user: str) -> Member | None:
         m = orm.members.c
         query = select(orm.members).where(m.org_id == uuid.UUID(org_id), m.user_name == user)
         async with self._sessions() as session:
