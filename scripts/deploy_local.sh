@@ -247,9 +247,21 @@ wait_jobs() {
   local job
   for job in $(kubectl -n "$NAMESPACE" get jobs -o name); do
     kubectl -n "$NAMESPACE" wait --for=condition=Complete "$job" --timeout="${JOBS_WITHIN_S}s" \
-      >/dev/null || fail "$job did not complete: $(kubectl -n "$NAMESPACE" describe "$job" | tail -n 15)"
+      >/dev/null || fail "$job did not complete in ${JOBS_WITHIN_S} s: $(job_story "$job")"
     echo "$job: Complete"
   done
+}
+
+# What a Job that did not complete went through: its pods' states and events, and the tail
+# of its container's log (whether it waited for an image, a database or a lock, or failed).
+job_story() {
+  local job="$1" selector="job-name=${1#job.batch/}"
+  kubectl -n "$NAMESPACE" get pods -o wide 2>&1
+  kubectl -n "$NAMESPACE" describe pods -l "$selector" 2>&1 | sed -n '/^Status:/p;/^Events:/,$p'
+  kubectl -n "$NAMESPACE" logs "$job" --all-containers --tail=40 2>&1
+  bash deploy/local/infra.sh psql postgres -At -c "SELECT 'pg:', pid, usename, datname, state,
+    wait_event_type, wait_event, left(query, 80) FROM pg_stat_activity
+    WHERE datname IS NOT NULL AND pid <> pg_backend_pid()" 2>&1 || true
 }
 
 wait_deployments() {
