@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import os
 import signal
 import sys
@@ -52,7 +53,7 @@ from tests.support.platform import Platform, started_platform
 from tests.support.sandboxes import CONTROL_TOKEN, SandboxAuth
 
 REPO = Path(__file__).resolve().parents[1]
-STUDIOS = int(os.environ.get("CHAOS_STUDIOS", "8"))
+SLOTS_PER_CUSTOMER_MINUTE = 25  # more than a customer takes, races and moves included
 HOLD_SECONDS = os.environ.get("CHAOS_HOLD_SECONDS", "120")
 QUIESCENCE_BOUND_S = float(os.environ.get("CHAOS_QUIESCENCE_BOUND_S", "300"))
 AUDIT_BOUND = timedelta(seconds=float(os.environ.get("CHAOS_AUDIT_BOUND_S", "120")))
@@ -68,6 +69,14 @@ def arguments(argv: list[str]) -> argparse.Namespace:
     faults_off = (env.get("CHAOS_FAULTS") or "on").strip().lower() in ("off", "0", "no")
     parser.add_argument("--no-faults", action="store_true", default=faults_off)
     return parser.parse_args(argv)
+
+
+def studios_for(customers: int, minutes: float) -> int:
+    """Enough studios (a hundred one-minute slots each, inside access's lead time) that
+    the customers do not run out of slots; CHAOS_STUDIOS says otherwise."""
+    if os.environ.get("CHAOS_STUDIOS"):
+        return int(os.environ["CHAOS_STUDIOS"])
+    return max(4, math.ceil(customers * minutes * SLOTS_PER_CUSTOMER_MINUTE / 100))
 
 
 async def pass_plan(ops: Api) -> Plan:
@@ -101,10 +110,11 @@ async def run(args: argparse.Namespace, folder: Path) -> Report:
                 timeout=15,
             ) as card_control,
         ):
-            devices, slots = await studios(ops, sandboxes.lock, STUDIOS)
+            count = studios_for(args.customers, args.minutes)
+            devices, slots = await studios(ops, sandboxes.lock, count)
             await restart_access(platform, devices)
             pass_plan_ = await pass_plan(ops)
-            say(f"{STUDIOS} studios, {len(slots)} one-minute slots, plan {pass_plan_.code}")
+            say(f"{count} studios, {len(slots)} one-minute slots, plan {pass_plan_.code}")
             async with customers_of(platform, args.customers, Tally()) as customers:
                 with HistoryWriter(history_path) as history:
                     shop = Shop(
@@ -117,6 +127,10 @@ async def run(args: argparse.Namespace, folder: Path) -> Report:
                         customers,
                     )
                     await soak_with_customers(args, platform, shop, journal_path)
+                    for what, times in shop.broken.most_common(10):
+                        say(f"workload broke off {times}x: {what}")
+                    if shop.slots.ran_out:
+                        say("the slots ran out: customers found none free at the end")
             quiet_after = await quiescence(platform)
             report = await audit(platform.env, history_path, bound=AUDIT_BOUND)
             for violation in report.violations:
@@ -136,6 +150,8 @@ async def run(args: argparse.Namespace, folder: Path) -> Report:
         violated=report.to_json()["violated"],
         quiescent_after_s=quiet_after,
         files={"history": str(history_path), "journal": str(journal_path)},
+        broken_off=sum(shop.broken.values()),
+        slots_ran_out=shop.slots.ran_out,
     )
 
 
@@ -194,7 +210,11 @@ def main(argv: list[str]) -> int:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     folder = REPO / ".local" / "chaos" / f"{stamp}-seed{args.seed}"
     folder.mkdir(parents=True, exist_ok=True)
-    report = asyncio.run(main_task(args, folder))
+    try:
+        report = asyncio.run(main_task(args, folder))
+    except asyncio.CancelledError:  # SIGTERM: the faults were healed on the way out
+        print(f"cancelled; every fault healed; the journal: {folder / 'journal.jsonl'}")
+        return 143
     for line in report.lines():
         print(line)
     print(json.dumps(report.to_json()))

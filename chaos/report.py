@@ -67,6 +67,8 @@ class Report:
     violated: dict[str, int]
     quiescent_after_s: float | None  # None: not quiet within the bound
     files: dict[str, str] = field(default_factory=dict)
+    broken_off: int = 0  # journeys the workload's own mistakes broke off
+    slots_ran_out: bool = False
 
     @property
     def violations(self) -> int:
@@ -99,6 +101,8 @@ class Report:
             "violations": self.violations,
             "violated": self.violated,
             "quiescent_after_s": self.quiescent_after_s,
+            "journeys_broken_off": self.broken_off,
+            "slots_ran_out": self.slots_ran_out,
             **self.files,
         }
 

@@ -20,6 +20,7 @@ import asyncio
 import json
 import random
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -36,7 +37,6 @@ from benchmarks.customers import (
     StepFailed,
     access_active,
     booking_while_waiting,
-    confirmed,
     pay_on_hosted_page,
     payment_link,
 )
@@ -49,6 +49,8 @@ TRY_AGAIN_AFTER_S = 0.5  # times the tries so far
 WAIT_S = 60.0  # how long a customer waits for a change it expects (a link, a confirmation)
 POLL_S = 0.5
 RACERS = 3  # customers racing for one slot
+LOST_ANSWER_SHARE = 0.15  # of the POSTs answered, sent again as if the answer was lost
+THINK_S = (0.5, 2.0)  # a customer's pause between journeys
 HOSTED_PAGE_PAID = 303  # the page sends the browser back once the payment is taken
 
 
@@ -109,6 +111,7 @@ class Shop:
     history: HistoryWriter
     webhook_secrets: list[str]
     customers: list[Customer] = field(default_factory=list)
+    broken: Counter[str] = field(default_factory=Counter)  # journeys the workload broke off
 
     def record(self, who: Customer, kind: Kind, status: int, **ids: str | None) -> None:
         operation = Operation(
@@ -161,6 +164,7 @@ class Shopper:
         self.who = who
         self.shop = shop
         self.path = f"/v1/orgs/{who.org.org_id}"
+        self.left: list[str] = []  # bookings left unpaid, oldest first
 
     async def run(self) -> None:
         while True:
@@ -168,15 +172,21 @@ class Shopper:
             try:
                 await self.go(journey)
             except (StepFailed, httpx.HTTPError, ValueError, KeyError, TypeError):
-                continue  # an answer nobody expected: recorded where it came, go on
-            await asyncio.sleep(self.rng.uniform(0.0, 0.5))
+                pass  # an answer nobody expected: recorded where it came, go on
+            except Exception as broken:  # the workload's own mistake: counted, never fatal
+                self.shop.broken[f"{journey.value}: {type(broken).__name__}: {broken}"[:200]] += 1
+            await asyncio.sleep(self.rng.uniform(*THINK_S))
 
     async def go(self, journey: Journey) -> None:
         match journey:
             case Journey.CARD_PAID:
                 await self.paid_booking()
             case Journey.CARD_LEFT_TO_EXPIRE:
-                await self.checkout(Kind.CHECKOUT_CARD, "card")
+                left = await self.checkout(Kind.CHECKOUT_CARD, "card")
+                if left is not None:
+                    self.left.append(left[0])
+            case Journey.CANCEL_BEFORE_PAYMENT if self.left and self.rng.random() < 0.3:
+                await self.cancel(self.left.pop(0))  # its hold may have run out: a 409 then
             case Journey.CANCEL_BEFORE_PAYMENT:
                 booking = await self.checkout(Kind.CHECKOUT_CARD, "card")
                 if booking is not None:
@@ -205,7 +215,8 @@ class Shopper:
     async def post(
         self, kind: Kind, path: str, body: dict[str, Any], key: str | None = None, **ids: str
     ) -> tuple[Answer, str]:
-        """The POST under one key, sent again while no answer or a 5xx comes; each try
+        """The POST under one key, sent again while no answer or a 5xx comes, and now and
+        then once more whatever came, as a client that lost the answer does; each try
         recorded with the ids its answer named (those of `ids` when it named none)."""
         key = key or new_key()
         answer: Answer = None
@@ -224,7 +235,8 @@ class Shopper:
                 "slot_id"
             )
             self.shop.record(self.who, kind, status_of(answer), key=key, slot_id=slot_id, **found)
-            if not worth_again(answer) or tried == TRIES:
+            lost = tried == 1 and self.rng.random() < LOST_ANSWER_SHARE
+            if not (worth_again(answer) or lost) or tried == TRIES:
                 break
             await asyncio.sleep(TRY_AGAIN_AFTER_S * tried)
         return answer, key
@@ -294,7 +306,8 @@ class Shopper:
 
     async def read_pin(self, booking_id: str) -> str | None:
         """The PIN, asked until it is shown; a read that showed none discloses nothing, so
-        only a read with the PIN, or a refusal, is recorded."""
+        only a read with the PIN, or a refusal, is recorded. A 404 is the access not made
+        yet (a moved booking's new grant): asked again."""
         deadline = time.monotonic() + WAIT_S
         path = f"{self.path}/bookings/{booking_id}/access"
         while time.monotonic() < deadline:
@@ -303,7 +316,7 @@ class Shopper:
             if pin is not None:
                 self.shop.record(self.who, Kind.READ_PIN, 200, booking_id=booking_id)
                 return pin
-            if answer is not None and answer.status_code not in (200, 503):
+            if answer is not None and answer.status_code not in (200, 404, 503):
                 self.shop.record(self.who, Kind.READ_PIN, answer.status_code, booking_id=booking_id)
                 return None
             await asyncio.sleep(POLL_S)
@@ -384,7 +397,7 @@ class Shopper:
         if not await self.has_entries():
             return
         booking = await self.checkout(Kind.CHECKOUT_PASS, "pass")
-        if booking is not None and await self.booking(booking[0], confirmed) is not None:
+        if booking is not None and await self.booking(booking[0], access_active) is not None:
             pin = await self.read_pin(booking[0]) if self.rng.random() < 0.5 else None
             if pin is not None:
                 await self.try_door(booking[0], booking[1], pin)
