@@ -15,7 +15,10 @@ when quiescence did not come.
 The schedule holds every kind of fault only in ten minutes or more; `--no-faults` runs
 the workload, quiescence and the audit alone, for a run of a minute or two. Unpaid holds
 run out after CHAOS_HOLD_SECONDS (120 s; the platform's own 900 s would end few within a
-soak). SIGTERM cancels the run, which heals every fault before it ends.
+soak), and payment reconciles a payment left pending after CHAOS_RECONCILE_AFTER_SECONDS
+(60 s, not 300 s), which the run waits out after the heal point. The ops timelines of the
+bookings the audit names are saved beside the history. SIGTERM cancels the run, which
+heals every fault before it ends.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ import httpx
 from benchmarks.customers import SlotSupply, expect
 from benchmarks.saga import Tally, customers_of, restart_access, sandboxes_of, studios
 from chaos.audit import audit
+from chaos.auditor.findings import Violation
 from chaos.driver import soak
 from chaos.faults import Chaos, settings_of
 from chaos.history import HistoryWriter, read_history
@@ -55,6 +59,12 @@ from tests.support.sandboxes import CONTROL_TOKEN, SandboxAuth
 REPO = Path(__file__).resolve().parents[1]
 SLOTS_PER_CUSTOMER_MINUTE = 25  # more than a customer takes, races and moves included
 HOLD_SECONDS = os.environ.get("CHAOS_HOLD_SECONDS", "120")
+# Payment re-reads a payment left pending (its notification lost) after this long, and
+# looks every RECONCILE_EVERY_S: the soak waits that out after the heal point, for work the
+# platform holds for later is not due and quiescence does not wait for it.
+RECONCILE_AFTER_S = int(os.environ.get("CHAOS_RECONCILE_AFTER_SECONDS", "60"))
+RECONCILE_EVERY_S = 30
+TIMELINES = 40  # of the bookings the audit names, saved for the reader
 QUIESCENCE_BOUND_S = float(os.environ.get("CHAOS_QUIESCENCE_BOUND_S", "300"))
 AUDIT_BOUND = timedelta(seconds=float(os.environ.get("CHAOS_AUDIT_BOUND_S", "120")))
 PASS_ENTRIES = 5
@@ -99,7 +109,11 @@ async def run(args: argparse.Namespace, folder: Path) -> Report:
     infra = ensure_infrastructure()
     history_path, journal_path = folder / "history.jsonl", folder / "journal.jsonl"
     with tempfile.TemporaryDirectory(prefix="chaos-") as state:
-        overrides = {"BOOKING_HOLD_SECONDS": HOLD_SECONDS}
+        overrides = {
+            "BOOKING_HOLD_SECONDS": HOLD_SECONDS,
+            "PAYMENT_RECONCILE_AFTER_SECONDS": str(RECONCILE_AFTER_S),
+            "PAYMENT_RECONCILE_EVERY_SECONDS": str(RECONCILE_EVERY_S),
+        }
         async with (
             started_platform(infra, Path(state) / "state", overrides) as platform,
             sandboxes_of(platform) as sandboxes,
@@ -131,10 +145,14 @@ async def run(args: argparse.Namespace, folder: Path) -> Report:
                         say(f"workload broke off {times}x: {what}")
                     if shop.slots.ran_out:
                         say("the slots ran out: customers found none free at the end")
+            settle = RECONCILE_AFTER_S + RECONCILE_EVERY_S
+            say(f"{settle} s for the platform's reconciliation of payments left pending")
+            await asyncio.sleep(settle)
             quiet_after = await quiescence(platform)
             report = await audit(platform.env, history_path, bound=AUDIT_BOUND)
             for violation in report.violations:
                 say(violation.line())
+            await save_timelines(ops, report.violations, folder / "timelines.jsonl")
     journal = Journal(journal_path)
     lines = journal.lines()
     journal.close()
@@ -192,6 +210,17 @@ async def quiescence(platform: Platform) -> float | None:
     waited = time.monotonic() - started
     say(f"quiescent after {waited:.1f} s")
     return round(waited, 1)
+
+
+async def save_timelines(ops: Api, violations: list[Violation], path: Path) -> None:
+    """The ops timeline of the first bookings the violations name: the databases go with
+    the platform, and a reader needs each service's view to tell a defect from a mistake."""
+    named = list(dict.fromkeys(v.ids["booking_id"] for v in violations if "booking_id" in v.ids))
+    with path.open("w", encoding="utf-8") as out:
+        for booking_id in named[:TIMELINES]:
+            with contextlib.suppress(httpx.HTTPError, ValueError):
+                answer = await ops.call("GET", f"/v1/ops/bookings/{booking_id}/timeline", OPS)
+                out.write(json.dumps({"booking_id": booking_id, "timeline": answer.json()}) + "\n")
 
 
 def say(line: str) -> None:
