@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from chaos.__main__ import studios_for
 from chaos.history import Kind, Operation
 from chaos.report import Report, failed_applies, faults_injected, operations_by_kind
 from chaos.workload import WEIGHTS, Journey, journeys
@@ -75,3 +78,12 @@ def test_the_json_line_sums_the_kinds_and_a_run_never_quiet_is_not_clean() -> No
     assert (line["operations_attempted"], line["operations_succeeded"]) == (2, 1)
     assert (line["operations_refused"], line["violations"], line["seed"]) == (1, 0, 7)
     assert not report.clean
+
+
+def test_the_run_makes_enough_studios_for_its_customers_and_minutes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("CHAOS_STUDIOS", raising=False)
+
+    assert studios_for(24, 10) == 60  # a hundred slots each: 25 a customer a minute
+    assert studios_for(1, 1) == 4
