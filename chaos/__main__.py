@@ -64,7 +64,7 @@ HOLD_SECONDS = os.environ.get("CHAOS_HOLD_SECONDS", "120")
 # platform holds for later is not due and quiescence does not wait for it.
 RECONCILE_AFTER_S = int(os.environ.get("CHAOS_RECONCILE_AFTER_SECONDS", "60"))
 RECONCILE_EVERY_S = 30
-TIMELINES = 40  # of the bookings the audit names, saved for the reader
+TIMELINES = 300  # of the bookings the audit names, saved for the reader
 QUIESCENCE_BOUND_S = float(os.environ.get("CHAOS_QUIESCENCE_BOUND_S", "300"))
 AUDIT_BOUND = timedelta(seconds=float(os.environ.get("CHAOS_AUDIT_BOUND_S", "120")))
 PASS_ENTRIES = 5
