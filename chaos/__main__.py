@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -81,6 +82,14 @@ def arguments(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def remember_devices(platform: Platform, devices: Iterable[str]) -> None:
+    """The studios' locks in the lock sandbox's own setting too: a lock sandbox the soak
+    kills is started again by `platform.sh up` with this environment, and would otherwise
+    come back knowing none of them (its codes it forgets all the same)."""
+    known = settings_of(platform).get("LOCK_PROVIDER_DEVICES", "")
+    platform.env["LOCK_PROVIDER_DEVICES"] = ",".join(filter(None, (known, *devices)))
+
+
 def studios_for(customers: int, minutes: float) -> int:
     """Enough studios (a hundred one-minute slots each, inside access's lead time) that
     the customers do not run out of slots; CHAOS_STUDIOS says otherwise."""
@@ -126,6 +135,7 @@ async def run(args: argparse.Namespace, folder: Path) -> Report:
         ):
             count = studios_for(args.customers, args.minutes)
             devices, slots = await studios(ops, sandboxes.lock, count)
+            remember_devices(platform, devices.values())
             await restart_access(platform, devices)
             pass_plan_ = await pass_plan(ops)
             say(f"{count} studios, {len(slots)} one-minute slots, plan {pass_plan_.code}")
