@@ -85,7 +85,7 @@ def arguments(argv: list[str]) -> argparse.Namespace:
 def remember_devices(platform: Platform, devices: Iterable[str]) -> None:
     """The studios' locks in the lock sandbox's own setting too: a lock sandbox the soak
     kills is started again by `platform.sh up` with this environment, and would otherwise
-    come back knowing none of them (its codes it forgets all the same)."""
+    come back knowing none of them (its codes and door log it keeps in its records folder)."""
     known = settings_of(platform).get("LOCK_PROVIDER_DEVICES", "")
     platform.env["LOCK_PROVIDER_DEVICES"] = ",".join(filter(None, (known, *devices)))
 
