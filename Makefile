@@ -7,7 +7,7 @@ VENV_STAMP := .venv/.installed
 # go.mod and go.sum) into .local/bin; built again only when those change.
 JAEGER := .local/bin/jaeger
 
-.PHONY: images images-built node-packages k8s-tools k8s-check deploy-local deploy-local-down install web-tools chromium protos lint contracts release-contracts test test-only up down status infra-up prometheus bench bench-relay bench-booking bench-floor bench-gateway bench-saga lock
+.PHONY: images images-built node-packages k8s-tools k8s-check deploy-local deploy-local-down install web-tools chromium protos lint contracts release-contracts test test-only up down status infra-up prometheus bench bench-relay bench-booking bench-floor bench-gateway bench-saga chaos lock
 
 install: $(VENV_STAMP) build/gen/liftfit web-tools
 
@@ -121,6 +121,16 @@ bench-gateway: install infra-up $(GHZ) $(JAEGER)
 # (default 16) in a closed loop, then at half its rate in an open loop; pgbench after.
 bench-saga: install infra-up prometheus $(JAEGER)
 	$(PY) -m benchmarks.saga
+
+# The chaos soak (chaos/__main__.py): the platform as `make up` runs it, CUSTOMERS customers
+# over the public HTTP API and SEED's fault schedule for MINUTES (10 at least), every fault
+# healed, quiescence, the audit; the last line is one JSON object, the exit status 1 on any
+# violation. CHAOS_FAULTS=off runs the customers alone, for any length.
+SEED ?= 7
+MINUTES ?= 10
+CUSTOMERS ?= 24
+chaos: install infra-up prometheus $(JAEGER)
+	SEED=$(SEED) MINUTES=$(MINUTES) CUSTOMERS=$(CUSTOMERS) $(PY) -m chaos
 
 # Kubernetes for k8s-check (and deploy-local): etcd, kube-apiserver and kubectl, built once from
 # the Go module proxy by the wrapper modules in deploy/k8s/tools (which pin the versions) into

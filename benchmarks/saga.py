@@ -356,7 +356,7 @@ def _platform_cpu(spent: cpu.Spent | None) -> dict[str, float]:
 # Setting up
 
 
-async def _studios(
+async def studios(
     api: Api, lock: httpx.AsyncClient, count: int
 ) -> tuple[dict[str, str], list[Slot]]:
     """`count` studios, each with its own lock and one-minute slots inside access's lead
@@ -395,7 +395,7 @@ async def _studios(
     return devices, slots
 
 
-async def _restart_access(platform: Platform, devices: dict[str, str]) -> None:
+async def restart_access(platform: Platform, devices: dict[str, str]) -> None:
     """Access reads which lock opens which studio at its start (ACCESS_SPACE_DEVICES)."""
     platform.env["ACCESS_SPACE_DEVICES"] = ",".join(f"{s}={d}" for s, d in devices.items())
     pid = platform.pid("access")
@@ -428,7 +428,9 @@ class Tally:
 
 
 @contextlib.asynccontextmanager
-async def _customers(platform: Platform, count: int, tally: Tally) -> AsyncIterator[list[Customer]]:
+async def customers_of(
+    platform: Platform, count: int, tally: Tally
+) -> AsyncIterator[list[Customer]]:
     """`count` organisations, each with one member with an address of its own, each
     customer with an HTTP client of its own."""
     async with contextlib.AsyncExitStack() as stack:
@@ -444,7 +446,7 @@ async def _customers(platform: Platform, count: int, tally: Tally) -> AsyncItera
 
 
 @contextlib.asynccontextmanager
-async def _sandboxes(platform: Platform) -> AsyncIterator[Sandboxes]:
+async def sandboxes_of(platform: Platform) -> AsyncIterator[Sandboxes]:
     control = SandboxAuth(control_token=CONTROL_TOKEN)
     card_url = platform.env["CARD_GATEWAY_URL"]
     async with (
@@ -540,20 +542,20 @@ async def _measure(infra: Infrastructure) -> tuple[Figures, Figures, Load, Load,
     with tempfile.TemporaryDirectory(prefix="bench-saga-") as state:
         async with (
             started_platform(infra, Path(state) / "state") as platform,
-            _sandboxes(platform) as sandboxes,
+            sandboxes_of(platform) as sandboxes,
             Api.at(platform.gateway) as ops,
         ):
             if problems := deviations(platform.env):
                 raise SystemExit("not the platform's own configuration: " + "; ".join(problems))
-            devices, slots = await _studios(ops, sandboxes.lock, STUDIOS)
-            await _restart_access(platform, devices)
+            devices, slots = await studios(ops, sandboxes.lock, STUDIOS)
+            await restart_access(platform, devices)
             print(
                 f"{STUDIOS} studios, each its own lock; {len(slots)} one-minute slots "
                 "inside access's lead time",
                 flush=True,
             )
             tally = Tally()
-            async with _customers(platform, CUSTOMERS, tally) as customers:
+            async with customers_of(platform, CUSTOMERS, tally) as customers:
                 bench = Bench(
                     infra, platform, customers, sandboxes, SlotSupply(slots), Pace(POLL_S), tally
                 )

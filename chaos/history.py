@@ -28,6 +28,7 @@ class Kind(StrEnum):
     READ_PIN = "read_pin"
     TRY_DOOR = "try_door"
     PAY = "pay"
+    NOTIFY_AGAIN = "card_notification_again"  # a card notification delivered once more
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from pathlib import Path
 
 DEFAULT_HOST = "127.0.0.1"  # loopback unless told otherwise, e.g. 0.0.0.0 in a container
 _HOST = re.compile(r"[A-Za-z0-9.:-]{1,253}")
@@ -40,3 +41,9 @@ def required(env: Mapping[str, str], name: str, meaning: str) -> str:
     if not raw:
         raise SettingsError(f"{name} is required ({meaning})")
     return raw
+
+
+def folder(env: Mapping[str, str], name: str) -> Path | None:
+    """The folder setting ``name`` names; None when it is unset or empty."""
+    raw = env.get(name, "").strip()
+    return Path(raw) if raw else None

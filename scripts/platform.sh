@@ -26,6 +26,13 @@ while IFS= read -r line || [[ -n "$line" ]]; do
 done <deploy/local/platform.env
 # The gateway reads traces for the operators' console from this run's Jaeger, whatever its port.
 export GATEWAY_TRACES_URL="${GATEWAY_TRACES_URL:-http://127.0.0.1:${JAEGER_QUERY_PORT}}"
+# Each sandbox keeps its records (charges, access codes and the door log, mails) in a folder
+# of the state folder, so one that was killed comes back knowing them, as a real provider
+# would; set one empty to keep that sandbox's records in memory only.
+sandbox_state="$(cd "$state_dir" && pwd)/sandboxes"
+export CARD_GATEWAY_STATE_DIR="${CARD_GATEWAY_STATE_DIR-$sandbox_state/card-gateway}"
+export LOCK_PROVIDER_STATE_DIR="${LOCK_PROVIDER_STATE_DIR-$sandbox_state/lock-provider}"
+export MAIL_SANDBOX_STATE_DIR="${MAIL_SANDBOX_STATE_DIR-$sandbox_state/mail}"
 # Notify asks this run's mail sandbox about an `unknown` mail; set it empty for plain SMTP.
 export MAIL_LOOKUP_URL="${MAIL_LOOKUP_URL-http://127.0.0.1:${MAIL_SANDBOX_HTTP_PORT}/v1/lookup}"
 py="$root/.venv/bin/python"

@@ -2,8 +2,11 @@
 
 A charge is a gateway payment that took money (paid, or paid and refunded). Its owner is a
 confirmed booking or a paid order whose payment it is, at the same amount and currency, or
-a refund of the whole amount under the payment's one refund key. The other way round, a
-confirmed card booking and a paid order each have exactly one charge they keep.
+a refund of the whole amount under the payment's one refund key, or an open `refund_failed`
+incident about its payment: invariant 9 lets a refund end `refund_failed` with an incident,
+and 22 asks that such money be explained and left to a human decision, not owned by code.
+The other way round, a confirmed card booking and a paid order each have exactly one charge
+they keep.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import uuid
 from collections import Counter, defaultdict
 
 from chaos.auditor.findings import Findings
-from chaos.auditor.snapshots import Booking, Charge, Payment, Stores
+from chaos.auditor.snapshots import Booking, Charge, Incident, Payment, Stores
 from services.payment.domain.payment import refund_key
 
 TOOK_MONEY = ("paid", "refunded")
@@ -40,7 +43,7 @@ def check_money(stores: Stores) -> Findings:
             payment=_payment_says(payment),
             owner=problem or "",
         )
-        if problem is None and owner and not owner.startswith("refund:"):
+        if problem is None and owner and not owner.startswith(("refund:", "incident:")):
             kept[owner].append(charge)
     _owners_charged(stores, findings, kept)
     _sums(stores, findings)
@@ -53,6 +56,9 @@ def _owner(stores: Stores, charge: Charge, payment: Payment | None) -> tuple[str
         return "", "no payment of the payment service has this reference"
     if (payment.amount, payment.currency) != (charge.amount, charge.currency):
         return "", f"the payment is of {payment.amount} {payment.currency}"
+    incident = _decision_awaited(stores, payment)
+    if incident is not None and payment.provider_payment_id == charge.charge_id:
+        return f"incident:{incident.incident_id}", None
     if charge.refunded_amount:
         return _refund_owner(stores, charge, payment)
     if payment.provider_payment_id != charge.charge_id:
@@ -81,6 +87,20 @@ def _refund_owner(stores: Stores, charge: Charge, payment: Payment) -> tuple[str
     if payment.state != "refunded" and payment.provider_payment_id == charge.charge_id:
         return owner, f"the payment is {payment.state} though refunded at the gateway"
     return owner, None
+
+
+def _decision_awaited(stores: Stores, payment: Payment) -> Incident | None:
+    """The open incident of a refund that failed, which leaves its money to an operator."""
+    if payment.state != "refund_failed":
+        return None
+    return next(
+        (
+            incident
+            for incident in stores.incidents_about(payment.payment_id)
+            if incident.kind == "refund_failed" and incident.state == "open"
+        ),
+        None,
+    )
 
 
 def _booking_problem(stores: Stores, payment: Payment) -> str | None:
@@ -128,6 +148,10 @@ def _sums(stores: Stores, findings: Findings) -> None:
     for order in stores.orders:
         if order.state == "paid":
             owed[order.currency] += order.amount
+    awaiting: Counter[str] = Counter()  # kept at the gateway while an operator decides
+    for payment in stores.payments:
+        if _decision_awaited(stores, payment) is not None:
+            awaiting[payment.currency] += _kept_for(stores, payment)
     refunds: Counter[str] = Counter()
     charges = {c.charge_id: c for c in stores.charges}
     for refund in stores.refunds:
@@ -136,12 +160,22 @@ def _sums(stores: Stores, findings: Findings) -> None:
     for currency in sorted(set(at_gateway) | set(owed) | set(refunded) | set(refunds)):
         findings.check(
             SUMS_AGREE,
-            at_gateway[currency] == owed[currency] and refunded[currency] == refunds[currency],
+            at_gateway[currency] == owed[currency] + awaiting[currency]
+            and refunded[currency] == refunds[currency],
             {"currency": currency},
             card_gateway=f"kept {at_gateway[currency]}, refunded {refunded[currency]}, "
             f"refunds listed {refunds[currency]}",
-            booking_and_payment=f"confirmed card bookings and paid orders {owed[currency]}",
+            booking_and_payment=f"confirmed card bookings and paid orders {owed[currency]}, "
+            f"failed refunds awaiting a decision {awaiting[currency]}",
         )
+
+
+def _kept_for(stores: Stores, payment: Payment) -> int:
+    """What the gateway still keeps of the payment's charge (0 if it refunded after all)."""
+    charge = next((c for c in stores.charges if c.charge_id == payment.provider_payment_id), None)
+    if charge is None or charge.state not in TOOK_MONEY:
+        return 0
+    return charge.amount - charge.refunded_amount
 
 
 def _says(charge: Charge) -> str:

@@ -12,6 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from sandboxes import health
+from sandboxes.records import Records
 
 from . import api, checkout, control
 from .background import Background
@@ -30,6 +31,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        gateway.notifier.restore()  # on the loop: it sends what was left unsent
         yield
         await gateway.aclose()
 
@@ -46,10 +48,16 @@ def create_app(
 
 
 def _build_gateway(settings: Settings, retry_delays: Sequence[float]) -> Gateway:
-    state = GatewayState()
+    state = GatewayState(records=Records(settings.state_dir))
+    state.restore()
     client = httpx.AsyncClient(timeout=NOTIFY_TIMEOUT_S)
     notifier = Notifier(
-        settings.webhook_secrets, settings.notify_url, state.faults, client, retry_delays
+        settings.webhook_secrets,
+        settings.notify_url,
+        state.faults,
+        client,
+        retry_delays,
+        records=state.records,
     )
     return Gateway(settings, state, notifier, Background())
 

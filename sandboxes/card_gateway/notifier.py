@@ -3,7 +3,9 @@
 Delivery always happens in background tasks: a real provider never makes the customer's
 request wait for the merchant's webhook endpoint, and merchants must not rely on it.
 Every delivery (including injected duplicates, drops and held ones) is logged so tests
-can see exactly what the gateway did.
+can see exactly what the gateway did. Each delivery is written to the gateway's records as
+its status changes, so a gateway started again sends what it had not finished sending
+(held or under way) when its process died, as a real provider keeps retrying.
 """
 
 from __future__ import annotations
@@ -14,15 +16,18 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import httpx
+
+from sandboxes.records import Records
 
 from .background import Background
 from .signing import HEADER, sign
 from .state import Event, Faults
 
 DeliveryStatus = Literal["held", "sending", "sent", "failed", "dropped", "skipped"]
+UNFINISHED: frozenset[DeliveryStatus] = frozenset({"held", "sending"})
 
 # Pauses between attempts after a connection error or 5xx; a real provider retries for
 # days, the sandbox only briefly so tests still observe the retry.
@@ -57,6 +62,27 @@ class Delivery:
             "event": json.loads(self.body),
         }
 
+    @property
+    def key(self) -> str:
+        return f"{self.event_id}/{self.copy}"
+
+    def to_record(self) -> dict[str, object]:
+        return {
+            "event_id": self.event_id,
+            "copy": self.copy,
+            "body": self.body.decode(),
+            "status": self.status,
+            "target": self.target,
+            "attempts": self.attempts,
+            "http_status": self.http_status,
+            "error": self.error,
+            "logged_at": self.logged_at,
+        }
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Delivery:
+        return cls(**{**record, "body": str(record["body"]).encode()})
+
 
 Batch = list[Delivery]  # one event and its duplicates
 
@@ -70,6 +96,7 @@ class Notifier:
         client: httpx.AsyncClient,
         retry_delays: Sequence[float] = DEFAULT_RETRY_DELAYS,
         clock: Callable[[], float] = time.time,
+        records: Records | None = None,
     ) -> None:
         self.notify_url = notify_url
         self._secrets = list(secrets)
@@ -80,6 +107,19 @@ class Notifier:
         self._held: list[Batch] = []
         self._log: deque[Delivery] = deque(maxlen=LOG_LIMIT)
         self._background = Background()
+        self._records = records or Records()
+
+    def restore(self) -> int:
+        """Read back the delivery log and send again every delivery left unfinished by the
+        process before; returns how many."""
+        unfinished: list[Batch] = []
+        for record in self._records.load("delivery"):
+            delivery = Delivery.from_record(record)
+            self._log.append(delivery)
+            if delivery.status in UNFINISHED:
+                unfinished.append([delivery])
+        self._release(unfinished)
+        return len(unfinished)
 
     def publish(self, event: Event) -> None:
         """Queue ``event`` for delivery according to the current faults; never blocks."""
@@ -100,6 +140,7 @@ class Notifier:
             if self._faults.reorder_notifications:
                 batches.reverse()
             self._release(batches)
+        self._save(batch)
 
     def flush(self) -> int:
         """Release held notifications, newest first; returns how many events were held."""
@@ -113,6 +154,7 @@ class Notifier:
     def clear(self) -> None:
         self._held = []
         self._log.clear()
+        # The gateway's reset clears the records it shares with the state.
 
     async def aclose(self) -> None:
         """Stop pending deliveries and close the HTTP client, which the notifier now owns."""
@@ -135,14 +177,22 @@ class Notifier:
         delivery.status, delivery.target = "sending", url
         if not url:
             _mark([delivery], "skipped", "no notify_url configured")
+            self._save([delivery])
             return
         for pause in (*self._retry_delays, None):
             delivery.attempts += 1
-            if await self._attempt(delivery, url):
+            finished = await self._attempt(delivery, url)
+            self._save([delivery])
+            if finished:
                 return
             if pause is not None:
                 await asyncio.sleep(pause)
         delivery.status = "failed"
+        self._save([delivery])
+
+    def _save(self, batch: Batch) -> None:
+        for delivery in batch:
+            self._records.put("delivery", delivery.key, delivery.to_record())
 
     async def _attempt(self, delivery: Delivery, url: str) -> bool:
         """POST once; True when finished (delivered or rejected), False to retry."""

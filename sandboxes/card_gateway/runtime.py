@@ -53,6 +53,7 @@ class Gateway:
     async def aclose(self) -> None:
         await self.background.aclose()
         await self.notifier.aclose()
+        self.state.records.close()
 
     def _settle(self, payment_id: str, outcome: Outcome) -> None:
         self.state.complete_settlement(payment_id, outcome)

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlsplit
 
+from sandboxes import environment
 from sandboxes.bearer import control_token
 from sandboxes.environment import SettingsError
 
@@ -28,6 +30,8 @@ class Settings:
     webhook_secrets: tuple[str, ...]
     notify_url: str  # empty: notifications are not sent until one is configured
     host: str = DEFAULT_HOST
+    # Where payments, refunds and deliveries are kept across restarts; None: in memory only.
+    state_dir: Path | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -41,6 +45,7 @@ class Settings:
             webhook_secrets=_secrets(env.get("CARD_GATEWAY_WEBHOOK_SECRETS", "")),
             notify_url=_notify_url(env.get("CARD_GATEWAY_NOTIFY_URL", "").strip()),
             host=env.get("CARD_GATEWAY_HOST", "").strip() or DEFAULT_HOST,
+            state_dir=environment.folder(env, "CARD_GATEWAY_STATE_DIR"),
         )
 
 

@@ -1,9 +1,11 @@
-"""The gateway's in-memory model: payments, refunds, idempotency records and faults.
+"""The gateway's model: payments, refunds, idempotency records and faults.
 
 Pure and synchronous on purpose: every operation runs to completion on the event loop
 without awaiting, so no locking is needed, and the HTTP layer stays a thin translation.
 State changes are recorded as events in an outbox which the HTTP layer drains and hands
 to the notifier; that way no transition can be made without producing its notification.
+Every payment and refund it changes is written to its records (sandboxes/records.py), from
+which a restarted gateway restores them; the idempotency records follow from those two.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 from sandboxes.faults import Faults as SandboxFaults
+from sandboxes.records import Records
 
 PaymentState = Literal["pending", "paid", "failed", "cancelled", "expired", "refunded"]
 Outcome = Literal["succeed", "fail"]
@@ -36,6 +39,10 @@ def new_hex() -> str:
 
 def _iso(moment: datetime) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _moment(raw: object) -> datetime:
+    return datetime.fromisoformat(str(raw))
 
 
 class GatewayError(Exception):
@@ -87,6 +94,40 @@ class Payment:
             "refunded_amount": self.refunded_amount,
         }
 
+    def to_record(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "params": {
+                "amount": self.params.amount,
+                "currency": self.params.currency,
+                "reference": self.params.reference,
+                "description": self.params.description,
+                "return_url": self.params.return_url,
+            },
+            "idempotency_key": self.idempotency_key,
+            "created_at": self.created_at.isoformat(),
+            "updated_at": self.updated_at.isoformat(),
+            "amount": self.amount,
+            "currency": self.currency,
+            "state": self.state,
+            "refunded_amount": self.refunded_amount,
+        }
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Payment:
+        # A settlement under way died with the process: the customer's attempt lapsed.
+        return cls(
+            id=record["id"],
+            params=PaymentParams(**record["params"]),
+            idempotency_key=record["idempotency_key"],
+            created_at=_moment(record["created_at"]),
+            updated_at=_moment(record["updated_at"]),
+            amount=record["amount"],
+            currency=record["currency"],
+            state=record["state"],
+            refunded_amount=record["refunded_amount"],
+        )
+
 
 @dataclass
 class Refund:
@@ -105,6 +146,25 @@ class Refund:
             "state": self.state,
             "created_at": _iso(self.created_at),
         }
+
+    def to_record(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "payment_id": self.payment_id,
+            "amount": self.amount,
+            "idempotency_key": self.idempotency_key,
+            "created_at": self.created_at.isoformat(),
+        }
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Refund:
+        return cls(
+            record["id"],
+            record["payment_id"],
+            record["amount"],
+            record["idempotency_key"],
+            _moment(record["created_at"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -158,7 +218,35 @@ class GatewayState:
     refunds: dict[str, Refund] = field(default_factory=dict)
     idempotency: dict[tuple[str, str], IdempotencyRecord] = field(default_factory=dict)
     faults: Faults = field(default_factory=Faults)
+    records: Records = field(default_factory=Records)
     _outbox: list[Event] = field(default_factory=list)
+
+    def restore(self) -> None:
+        """Read back the payments and refunds of the records, with their idempotency keys:
+        a restarted gateway answers a retried request as the first one was answered."""
+        for record in self.records.load("payment"):
+            payment = Payment.from_record(record)
+            self.payments[payment.id] = payment
+            key = ("payment", payment.idempotency_key)
+            self.idempotency[key] = IdempotencyRecord(payment.params, payment.id)
+        refunded: dict[str, int] = {}
+        for record in self.records.load("refund"):
+            refund = Refund.from_record(record)
+            self.refunds[refund.id] = refund
+            fingerprint = (refund.payment_id, refund.amount)
+            self.idempotency[("refund", refund.idempotency_key)] = IdempotencyRecord(
+                fingerprint, refund.id
+            )
+            refunded[refund.payment_id] = refunded.get(refund.payment_id, 0) + refund.amount
+        for payment_id, amount in refunded.items():
+            payment = self.payments[payment_id]
+            if payment.refunded_amount < amount:  # died between the refund and its payment
+                payment.refunded_amount = 0
+                for refund in self.refunds.values():
+                    if refund.payment_id == payment_id:
+                        self._apply_refund(payment, refund)
+                self._save(payment)
+        self._outbox.clear()  # the notifier restores its own unfinished deliveries
 
     # --- payments -------------------------------------------------------------------
 
@@ -179,6 +267,7 @@ class GatewayState:
         )
         self.payments[payment.id] = payment
         self.idempotency[("payment", key)] = IdempotencyRecord(params, payment.id)
+        self._save(payment)
         return payment, True
 
     def get_payment(self, payment_id: str) -> Payment:
@@ -209,6 +298,7 @@ class GatewayState:
         payment.amount = payment.amount if amount is None else amount
         payment.currency = payment.currency if currency is None else currency
         payment.updated_at = self.clock()
+        self._save(payment)
         return payment
 
     # --- settlement (the customer paying) ---------------------------------------------
@@ -243,13 +333,20 @@ class GatewayState:
         if amount > payment.amount - payment.refunded_amount:
             raise GatewayError(409, "refund_exceeds_remaining", payment)
         refund = Refund(f"re_{self.make_hex()}", payment_id, amount, key, self.clock())
+        # The refund is written before its payment; restore() settles a payment whose own
+        # record was not written yet when the process died.
+        self.records.put("refund", refund.id, refund.to_record())
         self.refunds[refund.id] = refund
         self.idempotency[("refund", key)] = IdempotencyRecord((payment_id, amount), refund.id)
-        payment.refunded_amount += amount
+        self._apply_refund(payment, refund)
+        self._save(payment)
+        return refund, True
+
+    def _apply_refund(self, payment: Payment, refund: Refund) -> None:
+        payment.refunded_amount += refund.amount
         payment.updated_at = refund.created_at
         if payment.refunded_amount == payment.amount:
             self._transition(payment, "refunded")
-        return refund, True
 
     def get_refund(self, refund_id: str) -> Refund:
         refund = self.refunds.get(refund_id)
@@ -269,6 +366,7 @@ class GatewayState:
         self.idempotency.clear()
         self._outbox.clear()
         self.faults.clear()
+        self.records.clear()
 
     def _replay(self, scope: tuple[str, str], fingerprint: object) -> str | None:
         """The resource an earlier identical request made, or None for a fresh key.
@@ -282,12 +380,16 @@ class GatewayState:
             raise GatewayError(409, "idempotency_key_reused")
         return record.resource_id
 
+    def _save(self, payment: Payment) -> None:
+        self.records.put("payment", payment.id, payment.to_record())
+
     def _transition(self, payment: Payment, new_state: PaymentState) -> None:
         if new_state not in _ALLOWED.get(payment.state, frozenset()):
             raise GatewayError(409, "invalid_transition", payment)
         now = self.clock()
         payment.state = new_state
         payment.updated_at = now
+        self._save(payment)
         self._outbox.append(
             Event(
                 id=f"evt_{self.make_hex()}",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from sandboxes import health
+from sandboxes.records import Records
 from sandboxes.refusals import install_refusals
 
 from . import api, control
@@ -19,7 +20,9 @@ MAX_BODY = 64 * 1024
 
 def create_app(settings: Settings) -> FastAPI:
     app = FastAPI(title="Sandbox lock provider", max_body_size=MAX_BODY)
-    app.state.provider = LockProvider(settings, LockState(devices=set(settings.devices)))
+    state = LockState(devices=set(settings.devices), records=Records(settings.state_dir))
+    state.restore()
+    app.state.provider = LockProvider(settings, state)
     app.include_router(api.router)
     app.include_router(control.door)
     app.include_router(control.router)

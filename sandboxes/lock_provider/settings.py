@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from sandboxes import environment
 from sandboxes.bearer import control_token
@@ -22,6 +23,8 @@ class Settings:
     control_token: str  # the bearer token of the /_sandbox controls
     devices: tuple[str, ...]  # the devices that exist at start
     host: str = environment.DEFAULT_HOST
+    # Where devices, codes and the door log are kept across restarts; None: in memory only.
+    state_dir: Path | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -33,6 +36,7 @@ class Settings:
             control_token=control_token(env, "LOCK_PROVIDER_CONTROL_TOKEN"),
             devices=_devices(env.get("LOCK_PROVIDER_DEVICES", "")),
             host=environment.host(env, "LOCK_PROVIDER_HOST"),
+            state_dir=environment.folder(env, "LOCK_PROVIDER_STATE_DIR"),
         )
 
 

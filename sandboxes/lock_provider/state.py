@@ -1,11 +1,14 @@
-"""The lock provider's in-memory model: devices, their access codes and the faults.
+"""The lock provider's model: devices, their access codes, the door log and the faults.
 
 Pure and synchronous, like the card gateway's: every operation runs to completion on the
 event loop, so nothing needs a lock. A code's status is not moved on by a timer. Each code
 carries its timeline of status changes, written in full when it is created or deleted
 (a change still in the future when a delay fault is set), and its status is the latest
 change that is not in the future. So delays need no background task, and the sandbox
-clock moves statuses along with everything else.
+clock moves statuses along with everything else. Every device added, code written and
+door try is also written to the records (sandboxes/records.py), from which a restarted
+provider restores them; the faults and the clock offset are the sandbox's own controls and
+start afresh.
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from sandboxes.faults import Faults
+from sandboxes.records import Records
 from sandboxes.refusals import Refusal
 
 Status = Literal["setting", "set", "removing", "removed"]
@@ -44,6 +48,10 @@ def new_pin() -> str:
 
 def iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _moment(raw: object) -> datetime:
+    return datetime.fromisoformat(str(raw))
 
 
 @dataclass
@@ -116,6 +124,32 @@ class AccessCode:
     def history(self, now: datetime) -> list[dict[str, object]]:
         return [change.to_api() for change in self.timeline if change.at <= now]
 
+    def to_record(self) -> dict[str, object]:
+        request = self.request
+        return {
+            "id": self.id,
+            "device_id": request.device_id,
+            "name": request.name,
+            "starts_at": request.starts_at.isoformat(),
+            "ends_at": request.ends_at.isoformat(),
+            "requested_code": request.code,
+            "code": self.code,
+            "created_at": self.created_at.isoformat(),
+            "timeline": [[change.status, change.at.isoformat()] for change in self.timeline],
+        }
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> AccessCode:
+        request = CodeRequest(
+            record["device_id"],
+            record["name"],
+            _moment(record["starts_at"]),
+            _moment(record["ends_at"]),
+            record["requested_code"],
+        )
+        timeline = [StatusChange(status, _moment(at)) for status, at in record["timeline"]]
+        return cls(record["id"], request, record["code"], _moment(record["created_at"]), timeline)
+
 
 @dataclass(frozen=True)
 class DoorTry:
@@ -140,6 +174,21 @@ class DoorTry:
             "access_code_id": self.access_code_id,
         }
 
+    def to_record(self) -> dict[str, object]:
+        return {
+            "device_id": self.device_id,
+            "pin": self.pin,
+            "at": self.at.isoformat(),
+            "now": self.now.isoformat(),
+            "wall": self.wall.isoformat(),
+            "access_code_id": self.access_code_id,
+        }
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> DoorTry:
+        at, now, wall = (_moment(record[name]) for name in ("at", "now", "wall"))
+        return cls(record["device_id"], record["pin"], at, now, wall, record["access_code_id"])
+
 
 @dataclass
 class LockState:
@@ -151,6 +200,18 @@ class LockState:
     faults: LockFaults = field(default_factory=LockFaults)
     clock_offset: timedelta = timedelta(0)
     door_log: deque[DoorTry] = field(default_factory=lambda: deque(maxlen=MAX_DOOR_LOG))
+    records: Records = field(default_factory=Records)
+    door_tries: int = 0  # every try ever logged: the key of the next one in the records
+
+    def restore(self) -> None:
+        """Read back the devices added, the codes and the door log of the records."""
+        self.devices.update(str(record["device_id"]) for record in self.records.load("device"))
+        for record in self.records.load("code"):
+            code = AccessCode.from_record(record)
+            self.codes[code.id] = code
+        for record in self.records.load("door"):
+            self.door_log.append(DoorTry.from_record(record))
+            self.door_tries += 1
 
     def now(self) -> datetime:
         return self.clock() + self.clock_offset
@@ -192,6 +253,7 @@ class LockState:
         now = self.now()
         if code.status(now) != "removing":
             code.remove(now, timedelta(milliseconds=self.faults.removing_delay_ms))
+            self._save(code)
         return code
 
     # --- the sandbox's own controls -----------------------------------------------------
@@ -205,7 +267,10 @@ class LockState:
         moment = now if at is None else at
         on_device = (c for c in self.codes.values() if c.request.device_id == device_id)
         code = next((c for c in on_device if c.opens(pin, moment, now)), None)
-        self.door_log.append(DoorTry(device_id, pin, moment, now, wall, code.id if code else None))
+        entry = DoorTry(device_id, pin, moment, now, wall, code.id if code else None)
+        self.door_log.append(entry)
+        self.records.put("door", f"{self.door_tries:012d}", entry.to_record())
+        self.door_tries += 1
         return code
 
     def add_device(self, device_id: str) -> bool:
@@ -215,6 +280,7 @@ class LockState:
         if len(self.devices) >= MAX_DEVICES:
             raise Refusal(409, "too_many_devices")
         self.devices.add(device_id)
+        self.records.put("device", device_id, {"device_id": device_id})
         return True
 
     def set_clock_offset(self, seconds: float) -> None:
@@ -225,6 +291,10 @@ class LockState:
         self.door_log.clear()
         self.faults.clear()
         self.clock_offset = timedelta(0)
+        self.records.clear()
+        # Devices added since the start are kept by a reset; so are their records.
+        for device_id in self.devices:
+            self.records.put("device", device_id, {"device_id": device_id})
 
     def _add(self, request: CodeRequest, pin: str) -> AccessCode:
         now = self.now()
@@ -232,7 +302,11 @@ class LockState:
         timeline = [StatusChange("setting", now), StatusChange("set", now + delay)]
         code = AccessCode(self.make_id(), request, pin, now, timeline)
         self.codes[code.id] = code
+        self._save(code)
         return code
+
+    def _save(self, code: AccessCode) -> None:
+        self.records.put("code", code.id, code.to_record())
 
     def _live_pins(self, device_id: str) -> set[str]:
         self._require_device(device_id)

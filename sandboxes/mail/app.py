@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from sandboxes import health
+from sandboxes.records import Records
 from sandboxes.refusals import install_refusals
 
 from . import control, lookup, messages
@@ -20,7 +21,9 @@ MAX_BODY = 16 * 1024  # only fault settings are ever posted
 
 
 def create_app(settings: Settings) -> FastAPI:
-    sandbox = MailSandbox(settings, MailState())
+    state = MailState(records=Records(settings.state_dir))
+    state.restore()
+    sandbox = MailSandbox(settings, state)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

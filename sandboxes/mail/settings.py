@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from sandboxes import environment
 from sandboxes.bearer import control_token
@@ -19,6 +20,8 @@ class Settings:
     http_port: int
     control_token: str  # the bearer token of the /_sandbox controls
     host: str = environment.DEFAULT_HOST
+    # Where the messages accepted are kept across restarts; None: in memory only.
+    state_dir: Path | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -33,4 +36,5 @@ class Settings:
             http_port,
             control_token(env, "MAIL_SANDBOX_CONTROL_TOKEN"),
             environment.host(env, "MAIL_SANDBOX_HOST"),
+            environment.folder(env, "MAIL_SANDBOX_STATE_DIR"),
         )

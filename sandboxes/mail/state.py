@@ -1,20 +1,24 @@
-"""The mail sandbox's in-memory model: the messages it accepted and the faults.
+"""The mail sandbox's model: the messages it accepted, its delivery log and the faults.
 
 Pure and synchronous: the SMTP sessions and the HTTP API run on one event loop and call
-it without awaiting in between, so nothing needs a lock.
+it without awaiting in between, so nothing needs a lock. Every message accepted is written
+to the records (sandboxes/records.py) before the SMTP server answers 250, so a restarted
+sandbox still has it, and still says `received` when asked about its Message-ID.
 """
 
 from __future__ import annotations
 
+import base64
 import secrets
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 from sandboxes.faults import Faults
+from sandboxes.records import Records
 from sandboxes.refusals import Refusal
 
 from .parsing import MessageContent, read_message, readable
@@ -67,6 +71,22 @@ class StoredMessage:
             "parse_error": content.parse_error,
         }
 
+    def to_record(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "received_at": self.received_at.isoformat(),
+            "mail_from": self.mail_from,
+            "rcpt_tos": list(self.rcpt_tos),
+            "raw": base64.b64encode(self.raw).decode(),
+        }
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> StoredMessage:
+        raw = base64.b64decode(record["raw"])
+        received_at = datetime.fromisoformat(record["received_at"])
+        rcpt_tos = tuple(record["rcpt_tos"])
+        return cls(record["id"], received_at, record["mail_from"], rcpt_tos, raw, read_message(raw))
+
 
 @dataclass
 class MailFaults(Faults):
@@ -100,11 +120,25 @@ class MailState:
     received: dict[str, int] = field(default_factory=dict)
     records_since: datetime = field(default_factory=utc_now)
     forgot: bool = False  # the log outgrew MAX_REMEMBERED: a miss proves nothing
+    records: Records = field(default_factory=Records)
+
+    def restore(self) -> None:
+        """Read back the messages and the delivery log of the records."""
+        for record in self.records.load("message"):
+            message = StoredMessage.from_record(record)
+            self.messages.append(message)
+            self._remember(message.message_id)
+        since = [record["records_since"] for record in self.records.load("log")]
+        if since:
+            self.records_since = datetime.fromisoformat(str(since[-1]))
+        else:  # the first start on these records: they begin now
+            self.records.put("log", "since", {"records_since": self.records_since.isoformat()})
 
     def store(self, mail_from: str, rcpt_tos: Sequence[str], raw: bytes) -> StoredMessage:
         message = StoredMessage(
             self.make_id(), self.clock(), mail_from, tuple(rcpt_tos), raw, read_message(raw)
         )
+        self.records.put("message", message.id, message.to_record())
         self.messages.append(message)
         self._remember(message.message_id)
         return message
@@ -167,3 +201,5 @@ class MailState:
         self.forgot = False
         self.records_since = self.clock()
         self.clear_faults()
+        self.records.clear()
+        self.records.put("log", "since", {"records_since": self.records_since.isoformat()})

@@ -25,7 +25,7 @@ import pytest
 
 from sandboxes.card_gateway.signing import parse, sign, verify
 from tests.support.card_gateway import free_port, gateway_env, running_card_gateway
-from tests.support.sandboxes import CONTROL_TOKEN, SandboxAuth
+from tests.support.sandboxes import CONTROL_TOKEN, SandboxAuth, killable_sandbox
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 API_KEY = "sk_test_sandbox"
@@ -679,3 +679,47 @@ def test_verify_rejects_a_stale_timestamp() -> None:
 
     assert verify(header, b"{}", "s", now=1700000100)
     assert not verify(header, b"{}", "s", now=1700000000 + 301)
+
+
+# --- records across a restart -----------------------------------------------------------
+
+
+def test_a_killed_gateway_comes_back_with_its_payments_refunds_and_unsent_notifications(
+    tmp_path: Path, receiver: Receiver
+) -> None:
+    records = tmp_path / "records"
+    env = gateway_env(
+        API_KEY, SECRETS, CARD_GATEWAY_STATE_DIR=str(records), CARD_GATEWAY_NOTIFY_URL=receiver.url
+    )
+    with killable_sandbox("card_gateway", tmp_path, env, ["CARD_GATEWAY_PORT"]) as gateway:
+        url = f"http://127.0.0.1:{gateway.ports['CARD_GATEWAY_PORT']}"
+        gateway.start(f"{url}/healthz")
+        with httpx.Client(base_url=url, auth=SandboxAuth(API_KEY), timeout=5) as api:
+            receiver.clear()
+            refunded = paid_payment(api, "kill-1")
+            first_refund = refund(api, refunded["id"], "kill-refund", 25000).json()
+            set_faults(api, reorder_notifications=True)
+            held = paid_payment(api, "kill-2", reference="booking-2")
+            log = api.get("/_sandbox/notifications").json()["data"]
+            assert [d["status"] for d in log if d["event"]["data"]["payment_id"] == held["id"]] == [
+                "held"
+            ]
+
+            gateway.kill()
+            gateway.start(f"{url}/healthz")
+
+            assert api.get(f"/v1/payments/{refunded['id']}").json()["state"] == "refunded"
+            assert api.get(f"/v1/payments/{held['id']}").json()["state"] == "paid"
+            assert [r["id"] for r in api.get("/_sandbox/refunds").json()["data"]] == [
+                first_refund["id"]
+            ]
+            # Retries after the restart are answered as the first requests were.
+            again = create(api, "kill-2", reference="booking-2")
+            assert (again.status_code, again.json()["id"]) == (200, held["id"])
+            retried = refund(api, refunded["id"], "kill-refund", 25000)
+            assert (retried.status_code, retried.json()["id"]) == (200, first_refund["id"])
+
+            def held_one_sent() -> bool:
+                return any(n.json()["data"]["payment_id"] == held["id"] for n in receiver.received)
+
+            assert eventually(held_one_sent), "the held notification was not sent after restart"

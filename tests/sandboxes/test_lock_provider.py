@@ -26,6 +26,7 @@ from tests.support.sandboxes import (
     CONTROL_TOKEN,
     SandboxAuth,
     free_port,
+    killable_sandbox,
     running_lock_provider,
     sandbox_env,
 )
@@ -763,3 +764,43 @@ def test_provider_refuses_to_start_naming_the_bad_setting(
 
     assert result.returncode == 2
     assert named in result.stderr
+
+
+# --- records across a restart -------------------------------------------------------------
+
+
+async def test_a_killed_provider_comes_back_with_its_devices_codes_and_door_log(
+    tmp_path: Path,
+) -> None:
+    env = sandbox_env(
+        LOCK_PROVIDER_API_KEY=API_KEY,
+        LOCK_PROVIDER_DEVICES=DOOR,
+        LOCK_PROVIDER_STATE_DIR=str(tmp_path / "records"),
+    )
+    with killable_sandbox("lock_provider", tmp_path, env, ["LOCK_PROVIDER_PORT"]) as provider:
+        url = f"http://127.0.0.1:{provider.ports['LOCK_PROVIDER_PORT']}"
+        provider.start(f"{url}/healthz")
+        async with httpx.AsyncClient(base_url=url, auth=SandboxAuth(API_KEY), timeout=5) as api:
+            added = await api.post("/_sandbox/devices", json={"device_id": OTHER_DOOR})
+            assert added.status_code == 201
+            kept = await create(api, alias(), device_id=OTHER_DOOR)
+            revoked = await create(api, alias())
+            await api.post(
+                "/access_codes/delete", json={"access_code_id": revoked["access_code_id"]}
+            )
+            assert await opens(api, kept["code"], INSIDE, device_id=OTHER_DOOR)
+            before = await every_code(api)
+
+            provider.kill()
+            provider.start(f"{url}/healthz")
+
+            devices = (await api.get("/_sandbox/devices")).json()["devices"]
+            assert devices == sorted([DOOR, OTHER_DOOR])
+            assert await every_code(api) == before
+            [tried] = (await api.get("/_sandbox/door_log")).json()["data"]
+            assert (tried["pin"], tried["access_code_id"]) == (kept["code"], kept["access_code_id"])
+            assert await opens(api, kept["code"], INSIDE, device_id=OTHER_DOOR)
+            assert not await opens(api, revoked["code"], INSIDE)
+            again = code_body(alias(), device_id=OTHER_DOOR, code=kept["code"])
+            in_use = await api.post("/access_codes/create", json=again)
+            assert in_use.json()["error"] == "code_in_use"

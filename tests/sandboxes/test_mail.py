@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Iterator
 from email import message_from_bytes, policy
 from email.message import EmailMessage
 from email.utils import make_msgid
+from pathlib import Path
 from typing import Any, cast
 
 import httpx
@@ -27,6 +28,7 @@ from tests.support.sandboxes import (
     MailSandbox,
     SandboxAuth,
     free_port,
+    killable_sandbox,
     running_mail_sandbox,
     sandbox_env,
 )
@@ -525,3 +527,34 @@ def test_mail_sandbox_refuses_to_start_naming_the_bad_setting(
 
     assert result.returncode == 2
     assert named in result.stderr
+
+
+# --- records across a restart -------------------------------------------------------------
+
+
+async def test_a_killed_sandbox_comes_back_with_the_messages_it_accepted(tmp_path: Path) -> None:
+    env = sandbox_env(MAIL_SANDBOX_STATE_DIR=str(tmp_path / "records"))
+    ports = ["MAIL_SANDBOX_HTTP_PORT", "MAIL_SANDBOX_SMTP_PORT"]
+    with killable_sandbox("mail", tmp_path, env, ports) as sandbox:
+        url = f"http://127.0.0.1:{sandbox.ports['MAIL_SANDBOX_HTTP_PORT']}"
+        mail = MailSandbox(url, "127.0.0.1", sandbox.ports["MAIL_SANDBOX_SMTP_PORT"])
+        sandbox.start(f"{url}/healthz")
+        async with httpx.AsyncClient(base_url=url, auth=SandboxAuth(), timeout=5) as http:
+            sent = access_mail(recipient())
+            await send(mail, sent)
+            await send(mail, sent)  # a second copy, which the lookup counts
+            before = await stored(http)
+            since = (await lookup(http, sent["Message-ID"]))["records_since"]
+
+            sandbox.kill()
+            sandbox.start(f"{url}/healthz")
+
+            assert await stored(http) == before
+            found = await lookup(http, sent["Message-ID"])
+            assert (found["status"], found["copies"]) == ("received", 2)
+            assert found["records_since"] == since  # the log did not start again
+            raw = await http.get(f"/messages/{before[0]['id']}/raw")
+            assert (
+                message_from_bytes(raw.content, policy=policy.default)["Message-ID"]
+                == (sent["Message-ID"])
+            )

@@ -204,3 +204,49 @@ def running_mail_sandbox(log_dir: Path) -> Iterator[MailSandbox]:
         other_ports=["MAIL_SANDBOX_SMTP_PORT"],
     ) as box:
         yield MailSandbox(box.url, "127.0.0.1", box.ports["MAIL_SANDBOX_SMTP_PORT"])
+
+
+class KillableSandbox:
+    """A sandbox process on fixed ports that a test SIGKILLs and starts again on the same
+    settings (and so the same records folder), as the chaos soak does to the real ones."""
+
+    def __init__(
+        self, name: str, log_dir: Path, env: Mapping[str, str], ports: Mapping[str, int]
+    ) -> None:
+        self.name = name
+        self.env = {**env, **{setting: str(port) for setting, port in ports.items()}}
+        self.ports = dict(ports)
+        self._log_dir = log_dir
+        self._starts = 0
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self, ready_url: str) -> None:
+        """Spawns the process and returns once ``ready_url`` answers."""
+        self._starts += 1
+        log = self._log_dir / f"{self.name}-{self._starts}.log"
+        print(f"sandbox {self.name} logs to {log}")
+        self._process = _start(self.name, log, self.env)
+        if not _ready(self.name, ready_url, self._process, log, last_try=True):
+            pytest.fail(f"sandbox {self.name} did not start:\n{log.read_text(errors='replace')}")
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown hook runs, whatever the process was doing."""
+        assert self._process is not None
+        self._process.kill()
+        self._process.wait()
+
+    def stop(self) -> None:
+        if self._process is not None:
+            _stop(self._process)
+
+
+@contextlib.contextmanager
+def killable_sandbox(
+    name: str, log_dir: Path, env: Mapping[str, str], port_settings: Sequence[str]
+) -> Iterator[KillableSandbox]:
+    """A KillableSandbox on free ports for ``port_settings``, not started yet; always stopped."""
+    sandbox = KillableSandbox(name, log_dir, env, {s: free_port() for s in port_settings})
+    try:
+        yield sandbox
+    finally:
+        sandbox.stop()
