@@ -73,7 +73,7 @@ release-contracts: install
 	cd protos && ../.venv/bin/buf build -o released.binpb
 
 test: install infra-up prometheus lint contracts $(JAEGER) k8s-tools images-built
-	.venv/bin/pytest -q --ignore=tests/contract
+	.venv/bin/pytest -q --durations=15 --ignore=tests/contract
 
 test-only:
 	.venv/bin/pytest -q

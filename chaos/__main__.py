@@ -12,8 +12,9 @@ every outbox is empty, every consumer lag is 0 and no timer is due; then the aud
 every store. The report ends with one JSON line; the exit status is 1 on any violation or
 when quiescence did not come.
 
-The schedule holds every kind of fault only in ten minutes or more; `--no-faults` runs
-the workload, quiescence and the audit alone, for a run of a minute or two. Unpaid holds
+The schedule holds every kind of fault three times in ten minutes and once in two, the
+shortest soak (the one `make test` runs); `--no-faults` runs the workload, quiescence and
+the audit alone, for any length. Unpaid holds
 run out after CHAOS_HOLD_SECONDS (120 s; the platform's own 900 s would end few within a
 soak), and payment reconciles a payment left pending after CHAOS_RECONCILE_AFTER_SECONDS
 (60 s, not 300 s), which the run waits out after the heal point. The ops timelines of the

@@ -23,6 +23,7 @@ N = "tests/notify/"
 OPS, GW = "tests/operations/", "tests/gateway/"
 E2E, FAULTS = "tests/e2e/", "tests/faults/"
 OBS = "tests/observability/"
+SOAK = "tests/chaos/test_soak.py::"
 
 PROMISES = (
     Promise(
@@ -231,6 +232,7 @@ PROMISES = (
             "_3_s_and_confirm_every_paid_booking_once",
             E2E + "test_database_outage.py::test_payments_made_while_the_database_is_down_confirm"
             "_their_bookings_once_it_is_back",
+            SOAK + "test_the_two_minute_soak_injects_every_fault_kind_and_breaks_no_promise",
         ),
     ),
     Promise(

@@ -75,8 +75,9 @@ def test_the_json_line_sums_the_kinds_and_a_run_never_quiet_is_not_clean() -> No
 
     line = report.to_json()
 
-    assert (line["operations_attempted"], line["operations_succeeded"]) == (2, 1)
+    assert (line["operations"], line["operations_succeeded"]) == (2, 1)
     assert (line["operations_refused"], line["violations"], line["seed"]) == (1, 0, 7)
+    assert (line["checks"], line["faults"], line["quiescence_s"]) == (12, {}, None)
     assert not report.clean
 
 
