@@ -221,9 +221,17 @@ class Shopper:
         key = key or new_key()
         answer: Answer = None
         for tried in range(1, TRIES + 1):
-            answer = await ask(
-                lambda: self.who.api.call("POST", path, self.who.org.owner, body, key)
-            )
+            try:
+                answer = await ask(
+                    lambda: self.who.api.call("POST", path, self.who.org.owner, body, key)
+                )
+            except asyncio.CancelledError:
+                # The soak's end cut the request off after it was sent: the platform may
+                # have acted on it, which the auditor must be able to tell from the history.
+                named_ids = {n: ids[n] for n in ("booking_id", "order_id") if n in ids}
+                slot_id = ids.get("slot_id")
+                self.shop.record(self.who, kind, NO_ANSWER, key=key, slot_id=slot_id, **named_ids)
+                raise
             named = body_of(answer)
             found = {
                 name: text(named, name) or ids.get(name)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from chaos.auditor.findings import Findings
 from chaos.auditor.snapshots import Booking, Charge, Order, Stores
-from chaos.history import History, Kind, Operation
+from chaos.history import NO_ANSWER, History, Kind, Operation
 
 READABLE = "history_readable"
 REFLECTED = "accepted_operation_reflected_in_the_stores"
@@ -47,7 +47,13 @@ def check_history(stores: Stores, history: History) -> Findings:
             READABLE, {"line": str(line.number)}, history=f"{line.why}: {line.text!r}"
         )
     accepted = [op for op in history.operations if op.accepted]
-    last_move = {op.booking_id: op for op in accepted if op.kind is Kind.RESCHEDULE}
+    # A move whose answer never came (or was the platform's failure) may have been made: the
+    # history cannot say where the booking went, only the booking's own count of moves can.
+    last_move = {
+        op.booking_id: op
+        for op in history.operations
+        if op.kind is Kind.RESCHEDULE and (op.accepted or _may_have_acted(op))
+    }
     cancelled = {op.booking_id for op in accepted if op.kind is Kind.CANCEL}
     seen = Seen.of(stores)
     for op in accepted:
@@ -65,6 +71,11 @@ def check_history(stores: Stores, history: History) -> Findings:
     return findings
 
 
+def _may_have_acted(op: Operation) -> bool:
+    """No answer came, or the platform's own failure: the request may have been acted on."""
+    return op.status == NO_ANSWER or op.status >= 500
+
+
 def _reflected(
     seen: Seen, op: Operation, last_move: dict[str | None, Operation], cancelled: set[str | None]
 ) -> str | None:
@@ -78,7 +89,7 @@ def _reflected(
         if booking is None:
             return "booking: not found"
     if op.kind in MODES and booking is not None:
-        moved = op.booking_id in last_move
+        moved = op.booking_id in last_move and booking.moves >= 1
         if (
             booking.payment_mode != MODES[op.kind]
             or (op.org_id or booking.org_id) != booking.org_id
@@ -91,7 +102,7 @@ def _reflected(
         return "" if booking.state == "cancelled" else f"booking: {booking.state}"
     if op.kind is Kind.RESCHEDULE and booking is not None:
         if op.booking_id in cancelled or last_move[op.booking_id] is not op:
-            return ""  # a later move or a cancellation decides where it is
+            return ""  # a later move (or try of one) or a cancellation decides where it is
         if booking.slot_id != op.slot_id or booking.moves < 1:
             return f"booking: {booking.state} on slot {booking.slot_id}, {booking.moves} moves"
         return ""

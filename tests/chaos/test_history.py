@@ -7,7 +7,7 @@ from pathlib import Path
 
 from chaos.audit import run_checks
 from chaos.auditor.findings import Violation
-from chaos.history import History, HistoryWriter, Kind, Operation, read_history
+from chaos.history import NO_ANSWER, History, HistoryWriter, Kind, Operation, read_history
 from tests.chaos.world import NOW, ORG, World, uid
 
 
@@ -153,3 +153,34 @@ def test_operations_before_the_bound_are_checked_like_any_other() -> None:
     early = Operation(NOW - timedelta(days=1), "c1", Kind.CANCEL, 200, booking_id=world.cancelled)
 
     assert _violations(world, early) == []
+
+
+def _reflected(world: World, *operations: Operation) -> list[Violation]:
+    """Only what the history check finds: moving a booking by hand unsettles the others."""
+    found = _violations(world, *operations)
+    return [v for v in found if v.invariant == "accepted_operation_reflected_in_the_stores"]
+
+
+def test_a_checkout_moved_by_a_reschedule_whose_answer_never_came_is_where_it_was_moved() -> None:
+    # Seen in the SEED=8 soak: the customers were stopped while a reschedule was in flight;
+    # the booking moved, the history had no accepted move, and the checkout was reported as
+    # a booking "on another slot, never moved".
+    world = World()
+    new_slot = uid()
+    world.change("bookings", 0, slot_id=new_slot, moves=1)
+    checkout = op(Kind.CHECKOUT_CARD, key="k-1", booking_id=world.booking, slot_id=world.slot)
+    unanswered = op(Kind.RESCHEDULE, NO_ANSWER, key="k-2", booking_id=world.booking)
+
+    assert [v.ids.get("key") for v in _reflected(world, checkout)] == ["k-1"]
+    assert _reflected(world, checkout, unanswered) == []
+
+
+def test_a_booking_on_another_slot_without_a_move_is_named_despite_a_move_tried() -> None:
+    world = World()
+    world.change("bookings", 0, slot_id=uid(), moves=0)
+    checkout = op(Kind.CHECKOUT_CARD, key="k-1", booking_id=world.booking, slot_id=world.slot)
+    unanswered = op(Kind.RESCHEDULE, NO_ANSWER, key="k-2", booking_id=world.booking)
+
+    [violation] = _reflected(world, checkout, unanswered)
+
+    assert "never moved" in violation.what_each_store_says["stores"]

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
+from typing import Any, cast
+
+import httpx
 import pytest
 
+from benchmarks.customers import Customer, Sandboxes, SlotSupply
 from chaos.__main__ import studios_for
-from chaos.history import Kind, Operation
+from chaos.history import NO_ANSWER, HistoryWriter, Kind, Operation, read_history
 from chaos.report import Report, failed_applies, faults_injected, operations_by_kind
-from chaos.workload import WEIGHTS, Journey, journeys
+from chaos.workload import WEIGHTS, Journey, Plan, Shop, Shopper, journeys
 from tests.chaos.world import NOW
+from tests.gateway.api import Org
 
 
 def test_a_seed_replays_every_customers_journeys() -> None:
@@ -88,3 +95,45 @@ def test_the_run_makes_enough_studios_for_its_customers_and_minutes(
 
     assert studios_for(24, 10) == 60  # a hundred slots each: 25 a customer a minute
     assert studios_for(1, 1) == 4
+
+
+class _Hanging:
+    """An API whose requests are sent and never answered; `sent` is set once one is."""
+
+    def __init__(self) -> None:
+        self.sent = asyncio.Event()
+
+    async def call(self, *_: object) -> httpx.Response:
+        self.sent.set()
+        await asyncio.Event().wait()
+        raise AssertionError("never answered")
+
+
+async def test_a_request_cut_off_by_the_soaks_end_is_recorded_as_unanswered(
+    tmp_path: Path,
+) -> None:
+    # Seen in the SEED=8 soak: a reschedule in flight when the customers stopped moved its
+    # booking and left no line in the history, so the auditor could not explain the move.
+    api = _Hanging()
+    path = tmp_path / "history.jsonl"
+    with HistoryWriter(path) as history:
+        shop = Shop(
+            SlotSupply([]), Plan("p", 1), cast(Sandboxes, None), cast(Any, None), history, []
+        )
+        who = Customer(cast(Any, api), Org("org-1", "user-1"), "user-1@example.test")
+        shopper = Shopper(0, 7, who, shop)
+        body = {"slot_id": "slot-2"}
+        request = asyncio.create_task(
+            shopper.post(Kind.RESCHEDULE, "/reschedule", body, booking_id="booking-1")
+        )
+        await api.sent.wait()
+        request.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await request
+
+    [cut_off] = read_history(path).operations
+    assert (cut_off.kind, cut_off.status, cut_off.booking_id) == (
+        Kind.RESCHEDULE,
+        NO_ANSWER,
+        "booking-1",
+    )
