@@ -224,14 +224,16 @@ def open_summary(rounds: Sequence[dict[str, OpenLoopRun]], rate: float) -> dict[
         p50, p99 = _median(rounds, load, "p50_ms"), _median(rounds, load, "p99_ms")
         failed = sum(run[load].failed for run in rounds)
         late = max(run[load].latest_send_ms for run in rounds)
+        client = _median(rounds, load, "driver_cpu_ms")
         print(
             f"  {load}: p50 {p50:.2f} ms, p99 {p99:.2f} ms, {failed} not OK, "
-            f"sent at worst {late:.1f} ms late"
+            f"sent at worst {late:.1f} ms late, the client's CPU {client:.2f} ms a request"
         )
         figures |= {
             f"{load}_p50_ms_at_{label}": round(p50, 2),
             f"{load}_p99_ms_at_{label}": round(p99, 2),
             f"{load}_not_ok_at_{label}": failed,
+            f"{load}_client_cpu_ms_at_{label}": round(client, 2),
         }
     for call in ("get", "post"):
         for share in ("p50", "p99"):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
@@ -59,6 +60,12 @@ class OpenLoopRun:
 
     rate: float
     answers: list[Answer]
+    driver_cpu_s: float = 0.0  # this process's CPU over the run, its client's cost
+
+    @property
+    def driver_cpu_ms(self) -> float:
+        """This process's CPU per request: what the client itself costs on this side."""
+        return self.driver_cpu_s * 1000 / len(self.answers) if self.answers else 0.0
 
     @property
     def latencies_ms(self) -> list[float]:
@@ -97,6 +104,7 @@ async def open_loop(send: Send, rate: float, seconds: float) -> OpenLoopRun:
     """`send(0)`, `send(1)`, ... at `rate` a second for `seconds`, each at its due time
     by the loop's clock and none waiting for another; then waits for every answer."""
     loop = asyncio.get_running_loop()
+    cpu = time.process_time()
     start = loop.time() + LEAD_S
     requests: list[asyncio.Task[Answer]] = []
     for number, offset in enumerate(schedule(rate, seconds)):
@@ -104,4 +112,5 @@ async def open_loop(send: Send, rate: float, seconds: float) -> OpenLoopRun:
         if (wait := due - loop.time()) > 0:
             await asyncio.sleep(wait)
         requests.append(asyncio.create_task(_timed(send, number, due)))
-    return OpenLoopRun(rate, list(await asyncio.gather(*requests)))
+    answers = list(await asyncio.gather(*requests))
+    return OpenLoopRun(rate, answers, time.process_time() - cpu)

@@ -48,6 +48,7 @@ def test_a_run_leaves_failed_answers_out_of_its_latencies_and_says_how_late_it_s
     assert run.p50_ms == pytest.approx(4.0)
     assert run.p99_ms == pytest.approx(40.0)
     assert run.latest_send_ms == pytest.approx(30.0)
+    assert OpenLoopRun(20.0, run.answers, driver_cpu_s=0.006).driver_cpu_ms == pytest.approx(2.0)
 
 
 async def test_the_driver_sends_each_request_at_its_time_without_waiting_for_earlier_ones() -> None:
