@@ -15,12 +15,19 @@ to read. Then, in each of BENCH_ROUNDS rounds:
    Idempotency-Key and a free slot, by card (benchmarks/gateway.lua);
 4. ghz: BENCH_CHECKOUTS of the booking service's Checkout, each on a free slot by card.
 
+After those, BENCH_ROUNDS rounds of open-loop loads (benchmarks/open_loop.py and
+benchmarks/gateway_open.py): BENCH_OPEN_RATE requests/s (20) for BENCH_OPEN_SECONDS (20)
+each, sent by the clock whatever the earlier ones are doing, latency from each request's
+due time: the gateway's GET, booking's GetBooking over gRPC, the gateway's POST by card
+(fresh key, free slot), booking's Checkout over gRPC (free slot), in that order.
+
 Each load starts once the services are about idle again (`settled`), so the work a load
 leaves behind (the checkouts' events) is not counted as the next one's. Prints each load's
 p50 and p99 and the CPU the gateway and the booking service spent per answer (medians over
 the rounds), the p50 the gateway adds to each call, issue 37's figures (the gateway's CPU
 per answer, its rates over the floor's and a direct Checkout's, booking's CPU per gateway
-GET over a direct GetBooking's), and one JSON object on the last line.
+GET over a direct GetBooking's), the open-loop p50 and p99 and what the gateway adds to
+them (`get_added_p50_ms_at_20rps`, ...), and one JSON object on the last line.
 """
 
 from __future__ import annotations
@@ -41,7 +48,9 @@ from typing import Any
 
 import httpx
 
+from benchmarks import gateway_open
 from benchmarks.booking import ghz_credentials
+from benchmarks.open_loop import OpenLoopRun, schedule
 from tests.support.infrastructure import REPO_ROOT, Infrastructure, ensure_infrastructure
 from tests.support.platform import Platform, started_platform
 from tests.support.sandboxes import free_port
@@ -55,6 +64,10 @@ DIRECT_CHECKOUTS = int(os.environ.get("BENCH_CHECKOUTS", "1500"))  # per round
 # A count, not a duration: ghz ends a timed run by cancelling the calls in flight, which
 # would count as failures.
 DIRECT_GETS = int(os.environ.get("BENCH_GETS", "4000"))  # per round
+# The open-loop loads (benchmarks/gateway_open.py): requests/s, and seconds each.
+OPEN_RATE = float(os.environ.get("BENCH_OPEN_RATE", "20"))
+OPEN_SECONDS = float(os.environ.get("BENCH_OPEN_SECONDS", "20"))
+OPEN_CHECKOUTS = len(schedule(OPEN_RATE, OPEN_SECONDS))  # per round and side
 GHZ = Path(os.environ.get("GHZ", REPO_ROOT / ".local" / "bin" / "ghz"))
 WRK = os.environ.get("WRK", "wrk")
 LUA = Path(__file__).with_name("gateway.lua")
@@ -89,6 +102,7 @@ class Catalogue:
     booking_id: str
     gateway_slots: list[list[str]]  # per round
     direct_slots: list[list[str]]  # per round
+    open_slots: list[dict[str, list[str]]]  # per round, by open-loop POST load
 
 
 async def _post(http: httpx.AsyncClient, path: str, body: dict[str, Any], user: str) -> Any:
@@ -122,7 +136,8 @@ async def _create_slots(http: httpx.AsyncClient, space_id: str, count: int) -> l
 
 async def prepare(gateway: str) -> Catalogue:
     """Everything through the gateway's operator API, as an operator would."""
-    per_round = GATEWAY_CHECKOUTS + DIRECT_CHECKOUTS
+    closed = GATEWAY_CHECKOUTS + DIRECT_CHECKOUTS
+    per_round = closed + 2 * OPEN_CHECKOUTS
     async with httpx.AsyncClient(base_url=gateway, timeout=60) as http:
         space = await _post(http, "/v1/ops/spaces", {"name": "bench", "timezone": "UTC"}, "ops")
         slots = await _create_slots(http, space["space_id"], ROUNDS * per_round + 1)
@@ -141,7 +156,14 @@ async def prepare(gateway: str) -> Catalogue:
         org_id,
         booking["booking_id"],
         [chunk[:GATEWAY_CHECKOUTS] for chunk in rounds],
-        [chunk[GATEWAY_CHECKOUTS:] for chunk in rounds],
+        [chunk[GATEWAY_CHECKOUTS:closed] for chunk in rounds],
+        [
+            {
+                "gateway_post": chunk[closed : closed + OPEN_CHECKOUTS],
+                "direct_post": chunk[closed + OPEN_CHECKOUTS :],
+            }
+            for chunk in rounds
+        ],
     )
 
 
@@ -339,6 +361,28 @@ async def one_round(platform: Platform, catalogue: Catalogue, number: int) -> di
         os.unlink(slot_file.name)
 
 
+async def open_round(
+    platform: Platform, catalogue: Catalogue, number: int
+) -> dict[str, OpenLoopRun]:
+    """The open-loop loads, gateway and direct in turns so both see the machine as it is
+    then, each once the services have settled."""
+    target = gateway_open.Target(
+        gateway=platform.gateway,
+        booking=platform.address("BOOKING_GRPC_ADDRESS"),
+        tls_dir=platform.env["GATEWAY_TLS_DIR"],
+        org_id=catalogue.org_id,
+        member=MEMBER,
+        booking_id=catalogue.booking_id,
+    )
+    runs: dict[str, OpenLoopRun] = {}
+    for load in gateway_open.LOADS:
+        await settled(platform)
+        slots = catalogue.open_slots[number].get(load, [])
+        tag = f"open-{load}-{number}-{uuid.uuid4().hex[:8]}"
+        runs[load] = await gateway_open.run_load(load, target, slots, tag, OPEN_RATE, OPEN_SECONDS)
+    return runs
+
+
 def _median(rounds: list[dict[str, Load]], load: str, figure: str) -> float:
     return float(statistics.median(getattr(figures[load], figure) for figures in rounds))
 
@@ -412,15 +456,20 @@ async def _measure(infra: Infrastructure) -> None:
         async with started_platform(infra, Path(state) / "state") as platform:
             catalogue = await prepare(platform.gateway)
             rounds = [await one_round(platform, catalogue, number) for number in range(ROUNDS)]
-    print(json.dumps(summarise(rounds)))
+            open_rounds = [
+                await open_round(platform, catalogue, number) for number in range(ROUNDS)
+            ]
+    summary = summarise(rounds)
+    print(json.dumps(summary | gateway_open.open_summary(open_rounds, OPEN_RATE)))
 
 
 def main() -> None:
     if not GHZ.exists():
         raise SystemExit(f"{GHZ} is missing: `make bench-gateway` builds it")
     # asyncio's own loop, as the tests run platform.sh: under uvloop, reading the script's
-    # output never saw its end once it had started the processes. The loads are other
-    # processes (wrk, ghz), so this loop's speed is not measured.
+    # output never saw its end once it had started the processes. The closed loads are
+    # other processes (wrk, ghz); the open-loop driver runs in this loop, the same for the
+    # gateway's loads and the direct ones, and says how late it sent at worst.
     asyncio.run(_measure(ensure_infrastructure()))
 
 
