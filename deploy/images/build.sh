@@ -42,6 +42,16 @@ build_debian_base() {
   rm -f "$rootfs"
 }
 
+# The image the tag named before this build, once the tag names another: every build of a
+# changed tree would otherwise leave a 700 MB image without a name behind (make test builds
+# them each run; a developer's disk filled up). One still in use by a container stays.
+forget_replaced() {
+  local replaced="$1" tag="$2"
+  [[ -n "$replaced" ]] || return 0
+  [[ "$(podman image inspect --format '{{.Id}}' "$tag")" != "$replaced" ]] || return 0
+  podman rmi "$replaced" >/dev/null 2>&1 || true
+}
+
 # The wheels of requirements.lock for this platform, built or fetched by the host's pip.
 mkdir -p .local/wheelhouse
 .venv/bin/pip wheel -q -r requirements.lock -w .local/wheelhouse
@@ -51,10 +61,12 @@ revision="$(git rev-parse HEAD 2>/dev/null || echo unknown)"
 source="$(git config --get remote.origin.url 2>/dev/null || echo liftfit)"
 for entry in "${processes[@]}"; do
   name="${entry%%:*}" module="${entry#*:}"
+  replaced="$(podman image inspect --format '{{.Id}}' "localhost/liftfit/$name:$tag" 2>/dev/null || true)"
   podman build --quiet --network=none --layers -f Containerfile \
     --build-arg BASE="$base" --build-arg PROCESS="$module" \
     --build-arg REVISION="$revision" --build-arg SOURCE="$source" \
     -t "localhost/liftfit/$name:$tag" . >/dev/null
+  forget_replaced "$replaced" "localhost/liftfit/$name:$tag"
   size="$(podman image inspect --format '{{.Size}}' "localhost/liftfit/$name:$tag")"
   echo "liftfit/$name:$tag ($module) on $base: $((size / 1000000)) MB"
 done
