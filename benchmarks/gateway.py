@@ -18,8 +18,10 @@ to read. Then, in each of BENCH_ROUNDS rounds:
 After those, BENCH_ROUNDS rounds of open-loop loads (benchmarks/open_loop.py and
 benchmarks/gateway_open.py): BENCH_OPEN_RATE requests/s (20) for BENCH_OPEN_SECONDS (20)
 each, sent by the clock whatever the earlier ones are doing, latency from each request's
-due time: the gateway's GET, booking's GetBooking over gRPC, the gateway's POST by card
-(fresh key, free slot), booking's Checkout over gRPC (free slot), in that order.
+due time: the gateway's GET, the floor's (benchmarks/gateway_floor.py), booking's
+GetBooking over gRPC, the gateway's POST by card (fresh key, free slot), the floor's, and
+booking's Checkout over gRPC (free slot), in that order. What the floor adds over the
+direct call is the least any Python HTTP front on this stack adds to it.
 
 Each load starts once the services are about idle again (`settled`), so the work a load
 leaves behind (the checkouts' events) is not counted as the next one's. Prints each load's
@@ -27,7 +29,8 @@ p50 and p99 and the CPU the gateway and the booking service spent per answer (me
 the rounds), the p50 the gateway adds to each call, issue 37's figures (the gateway's CPU
 per answer, its rates over the floor's and a direct Checkout's, booking's CPU per gateway
 GET over a direct GetBooking's), the open-loop p50 and p99 and what the gateway adds to
-them (`get_added_p50_ms_at_20rps`, ...), and one JSON object on the last line.
+them (`get_added_p50_ms_at_20rps`, ...) and what the floor adds
+(`get_floor_added_p50_ms_at_20rps`, ...), and one JSON object on the last line.
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ DIRECT_GETS = int(os.environ.get("BENCH_GETS", "4000"))  # per round
 OPEN_RATE = float(os.environ.get("BENCH_OPEN_RATE", "20"))
 OPEN_SECONDS = float(os.environ.get("BENCH_OPEN_SECONDS", "20"))
 OPEN_CHECKOUTS = len(schedule(OPEN_RATE, OPEN_SECONDS))  # per round and side
+OPEN_POSTS = [load for load in gateway_open.LOADS if load.endswith("_post")]
 GHZ = Path(os.environ.get("GHZ", REPO_ROOT / ".local" / "bin" / "ghz"))
 WRK = os.environ.get("WRK", "wrk")
 LUA = Path(__file__).with_name("gateway.lua")
@@ -137,7 +141,7 @@ async def _create_slots(http: httpx.AsyncClient, space_id: str, count: int) -> l
 async def prepare(gateway: str) -> Catalogue:
     """Everything through the gateway's operator API, as an operator would."""
     closed = GATEWAY_CHECKOUTS + DIRECT_CHECKOUTS
-    per_round = closed + 2 * OPEN_CHECKOUTS
+    per_round = closed + len(OPEN_POSTS) * OPEN_CHECKOUTS
     async with httpx.AsyncClient(base_url=gateway, timeout=60) as http:
         space = await _post(http, "/v1/ops/spaces", {"name": "bench", "timezone": "UTC"}, "ops")
         slots = await _create_slots(http, space["space_id"], ROUNDS * per_round + 1)
@@ -159,8 +163,8 @@ async def prepare(gateway: str) -> Catalogue:
         [chunk[GATEWAY_CHECKOUTS:closed] for chunk in rounds],
         [
             {
-                "gateway_post": chunk[closed : closed + OPEN_CHECKOUTS],
-                "direct_post": chunk[closed + OPEN_CHECKOUTS :],
+                load: chunk[closed + i * OPEN_CHECKOUTS : closed + (i + 1) * OPEN_CHECKOUTS]
+                for i, load in enumerate(OPEN_POSTS)
             }
             for chunk in rounds
         ],
@@ -366,20 +370,24 @@ async def open_round(
 ) -> dict[str, OpenLoopRun]:
     """The open-loop loads, gateway and direct in turns so both see the machine as it is
     then, each once the services have settled."""
-    target = gateway_open.Target(
-        gateway=platform.gateway,
-        booking=platform.address("BOOKING_GRPC_ADDRESS"),
-        tls_dir=platform.env["GATEWAY_TLS_DIR"],
-        org_id=catalogue.org_id,
-        member=MEMBER,
-        booking_id=catalogue.booking_id,
-    )
     runs: dict[str, OpenLoopRun] = {}
-    for load in gateway_open.LOADS:
-        await settled(platform)
-        slots = catalogue.open_slots[number].get(load, [])
-        tag = f"open-{load}-{number}-{uuid.uuid4().hex[:8]}"
-        runs[load] = await gateway_open.run_load(load, target, slots, tag, OPEN_RATE, OPEN_SECONDS)
+    async with floor(platform) as (floor_url, _):
+        target = gateway_open.Target(
+            gateway=platform.gateway,
+            floor=floor_url,
+            booking=platform.address("BOOKING_GRPC_ADDRESS"),
+            tls_dir=platform.env["GATEWAY_TLS_DIR"],
+            org_id=catalogue.org_id,
+            member=MEMBER,
+            booking_id=catalogue.booking_id,
+        )
+        for load in gateway_open.LOADS:
+            await settled(platform)
+            slots = catalogue.open_slots[number].get(load, [])
+            tag = f"open-{load}-{number}-{uuid.uuid4().hex[:8]}"
+            runs[load] = await gateway_open.run_load(
+                load, target, slots, tag, OPEN_RATE, OPEN_SECONDS
+            )
     return runs
 
 

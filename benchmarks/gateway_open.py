@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import statistics
 from collections.abc import AsyncIterator, Sequence
@@ -102,10 +103,12 @@ class HttpClient:
 
 @dataclass(frozen=True)
 class Target:
-    """Where the loads go and what they ask for: the gateway's address, booking's, the
-    gateway's certificate folder, the organisation and its member, and a booking to read."""
+    """Where the loads go and what they ask for: the gateway's address, the floor's,
+    booking's, the gateway's certificate folder, the organisation and its member, and a
+    booking to read."""
 
     gateway: str  # http://host:port
+    floor: str  # http://host:port of benchmarks/gateway_floor.py
     booking: str  # host:port
     tls_dir: str
     org_id: str
@@ -186,18 +189,21 @@ def direct_post(
 
 
 HTTP_CONNECTIONS = 4  # at 20/s and some ms an answer, rarely more than one is in flight
-LOADS = ("gateway_get", "direct_get", "gateway_post", "direct_post")
+LOADS = ("gateway_get", "floor_get", "direct_get", "gateway_post", "floor_post", "direct_post")
+FRONTS = ("gateway", "floor")  # what stands before booking, compared with the direct call
 
 
 async def run_load(
     load: str, target: Target, slots: Sequence[str], tag: str, rate: float, seconds: float
 ) -> OpenLoopRun:
     """One of LOADS for `seconds` at `rate`; a POST takes slots[i] for its i-th request."""
-    if load.startswith("gateway"):
-        async with http_client(target.gateway, HTTP_CONNECTIONS) as client:
+    front, call = load.split("_")
+    if front in FRONTS:
+        url = target.gateway if front == "gateway" else target.floor
+        async with http_client(url, HTTP_CONNECTIONS) as client:
             send = (
                 gateway_get(client, target)
-                if load == "gateway_get"
+                if call == "get"
                 else gateway_post(client, target, slots, tag)
             )
             return await open_loop(send, rate, seconds)
@@ -235,16 +241,17 @@ def open_summary(rounds: Sequence[dict[str, OpenLoopRun]], rate: float) -> dict[
             f"{load}_not_ok_at_{label}": failed,
             f"{load}_client_cpu_ms_at_{label}": round(client, 2),
         }
-    for call in ("get", "post"):
+    for front, call in itertools.product(FRONTS, ("get", "post")):
+        name = f"{call}_added" if front == "gateway" else f"{call}_floor_added"
         for share in ("p50", "p99"):
             added = (
-                figures[f"gateway_{call}_{share}_ms_at_{label}"]
+                figures[f"{front}_{call}_{share}_ms_at_{label}"]
                 - figures[f"direct_{call}_{share}_ms_at_{label}"]
             )
-            figures[f"{call}_added_{share}_ms_at_{label}"] = round(added, 2)
+            figures[f"{name}_{share}_ms_at_{label}"] = round(added, 2)
         print(
-            f"  the gateway adds to a {call.upper()}: "
-            f"p50 {figures[f'{call}_added_p50_ms_at_{label}']:.2f} ms, "
-            f"p99 {figures[f'{call}_added_p99_ms_at_{label}']:.2f} ms"
+            f"  the {front} adds to a {call.upper()}: "
+            f"p50 {figures[f'{name}_p50_ms_at_{label}']:.2f} ms, "
+            f"p99 {figures[f'{name}_p99_ms_at_{label}']:.2f} ms"
         )
     return figures

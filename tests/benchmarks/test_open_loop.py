@@ -91,11 +91,18 @@ def _run(latency_ms: float) -> OpenLoopRun:
 
 def test_what_the_gateway_adds_is_its_median_over_the_rounds_less_the_direct_calls() -> None:
     rounds = [
-        {"gateway_get": _run(g), "direct_get": _run(d), "gateway_post": _run(p), **extra}
-        for g, d, p, extra in [
-            (9.0, 3.0, 20.0, {"direct_post": _run(15.0)}),
-            (5.0, 2.0, 12.0, {"direct_post": _run(10.0)}),
-            (6.0, 4.0, 30.0, {"direct_post": _run(11.0)}),
+        {
+            "gateway_get": _run(g),
+            "floor_get": _run(f),
+            "direct_get": _run(d),
+            "gateway_post": _run(p),
+            "floor_post": _run(fp),
+            "direct_post": _run(dp),
+        }
+        for g, f, d, p, fp, dp in [
+            (9.0, 4.0, 3.0, 20.0, 16.0, 15.0),
+            (5.0, 2.5, 2.0, 12.0, 12.0, 10.0),
+            (6.0, 5.0, 4.0, 30.0, 13.0, 11.0),
         ]
     ]
     assert set(rounds[0]) == set(LOADS)
@@ -105,6 +112,8 @@ def test_what_the_gateway_adds_is_its_median_over_the_rounds_less_the_direct_cal
     assert figures["get_added_p50_ms_at_20rps"] == 3.0
     assert figures["get_added_p99_ms_at_20rps"] == 3.0
     assert figures["post_added_p50_ms_at_20rps"] == 9.0
+    assert figures["get_floor_added_p50_ms_at_20rps"] == 1.0
+    assert figures["post_floor_added_p50_ms_at_20rps"] == 2.0
     assert figures["gateway_post_not_ok_at_20rps"] == 0
 
 
