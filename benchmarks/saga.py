@@ -292,21 +292,26 @@ class Bench:
     pace: Pace
     tally: Tally
     idle_per_s: dict[str, float] = field(default_factory=dict)
+    idle_cpu_ms_per_s: dict[str, float] = field(default_factory=dict)
 
     def cpu_sample(self) -> cpu.CpuSample | None:
         return cpu.sample(names=_process_names(self.platform, self.infra))
 
     async def idle(self) -> Counters:
-        """The transactions committed per second with no customer, from a quiet start."""
+        """The transactions committed per second with no customer, from a quiet start, and
+        the CPU each process spends per second meanwhile."""
         await asyncio.sleep(STATS_FLUSH_S)
-        first = await read_counters(self.infra, self.platform)
+        first, cpu_before = await read_counters(self.infra, self.platform), self.cpu_sample()
         await asyncio.sleep(IDLE_S)
-        last = await read_counters(self.infra, self.platform)
+        last, cpu_after = await read_counters(self.infra, self.platform), self.cpu_sample()
         seconds = last.at - first.at
         self.idle_per_s = {
             db: (last.transactions[db] - count) / seconds
             for db, count in first.transactions.items()
         }
+        # Spent per whole window, then per second of it.
+        over_window = _platform_cpu(cpu.spent(cpu_before, cpu_after, 1))
+        self.idle_cpu_ms_per_s = {name: ms / seconds for name, ms in over_window.items()}
         return last
 
     async def measure(
@@ -462,7 +467,20 @@ async def sandboxes_of(platform: Platform) -> AsyncIterator[Sandboxes]:
 # Running
 
 
-async def _loops(bench: Bench) -> tuple[Figures, Figures, Load, Load, int]:
+@dataclass(frozen=True)
+class Outcome:
+    """What a run measured: each loop's figures and load, the sagas the warm-up lost, and
+    the CPU each process spent per second with no customer."""
+
+    closed: Figures
+    half: Figures
+    closed_load: Load
+    half_load: Load
+    warm_lost: int
+    idle_cpu_ms_per_s: dict[str, float]
+
+
+async def _loops(bench: Bench) -> Outcome:
     customers, sandboxes, slots, pace = bench.customers, bench.sandboxes, bench.slots, bench.pace
     warm_up = [
         Saga(n, slot, due=time.time()) for n in range(len(customers)) if (slot := slots.take())
@@ -477,6 +495,11 @@ async def _loops(bench: Bench) -> tuple[Figures, Figures, Load, Load, int]:
         "idle: "
         + ", ".join(f"{db} {rate:.1f}" for db, rate in bench.idle_per_s.items())
         + " transactions/s with no customer",
+        flush=True,
+    )
+    print(
+        "idle CPU (ms per second): "
+        + ", ".join(f"{name} {ms:.1f}" for name, ms in bench.idle_cpu_ms_per_s.items()),
         flush=True,
     )
 
@@ -497,12 +520,13 @@ async def _loops(bench: Bench) -> tuple[Figures, Figures, Load, Load, int]:
     verdicts = await audit(every, customers, sandboxes, pace)
     by_saga = {id(v.saga): v for v in verdicts}
     warm_lost = sum(by_saga[id(s)].lost for s in warm_up)
-    return (
+    return Outcome(
         figures(closed_load, by_saga),
         figures(half_load, by_saga),
         closed_load,
         half_load,
         warm_lost,
+        bench.idle_cpu_ms_per_s,
     )
 
 
@@ -538,7 +562,7 @@ def _print_loop(title: str, figures_: Figures, load: Load) -> None:
         print(f"  lost: {line}")
 
 
-async def _measure(infra: Infrastructure) -> tuple[Figures, Figures, Load, Load, int]:
+async def _measure(infra: Infrastructure) -> Outcome:
     with tempfile.TemporaryDirectory(prefix="bench-saga-") as state:
         async with (
             started_platform(infra, Path(state) / "state") as platform,
@@ -596,16 +620,21 @@ def main() -> None:
         f"{CUSTOMERS} customers, {SECONDS:.0f} s per loop, asking again every {POLL_S} s",
         flush=True,
     )
-    closed, half, closed_load, half_load, warm_lost = asyncio.run(_measure(infra))
+    outcome = asyncio.run(_measure(infra))
+    closed, half, warm_lost = outcome.closed, outcome.half, outcome.warm_lost
     pgbench_db = f"bench_pgbench_{uuid.uuid4().hex[:8]}"
     try:
         tps = measure_pgbench(create_database(infra.pg_admin_dsn, pgbench_db))
     finally:
         drop_database(infra.pg_admin_dsn, pgbench_db)
-    _print_loop(f"closed loop: {CUSTOMERS} customers, the maximum rate", closed, closed_load)
-    _print_loop("open loop: half that rate, by the clock", half, half_load)
+    _print_loop(
+        f"closed loop: {CUSTOMERS} customers, the maximum rate", closed, outcome.closed_load
+    )
+    _print_loop("open loop: half that rate, by the clock", half, outcome.half_load)
     print(f"pgbench TPC-B-like, 32 clients, scale 10, the platform stopped: {tps:.0f} tps")
-    line = summary(closed, half, tps, warm_lost)
+    line = summary(closed, half, tps, warm_lost) | {
+        "idle_cpu_ms_per_s": {name: round(ms, 1) for name, ms in outcome.idle_cpu_ms_per_s.items()}
+    }
     print(
         f"ratio sagas/s over (pgbench tps / transactions per saga): {line['ratio']} "
         f"({closed.sagas_per_s:.2f} / ({tps:.0f} / {closed.tx_per_saga:.1f}))"
