@@ -120,5 +120,6 @@ class Quiescence:
             await asyncio.sleep(every)
 
     async def close(self) -> None:
+        await self._lag.close()
         for engine in self._engines.values():
             await engine.dispose()

@@ -57,6 +57,7 @@ def bootstrap(settings: Settings, identity: Authenticator) -> FastAPI:
         finally:
             stopping.set()
             await sampler
+            await gauges.close()  # the lag's broker clients, which the ops routes share
             await parts.services.close()
             await parts.traces.aclose()
             await identity.aclose()

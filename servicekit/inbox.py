@@ -12,6 +12,10 @@ reason retrying cannot cure, is parked: a failed inbox row with the reason, plus
 waits, spending no attempts. Deadlocks and serialization failures are retried a bounded
 number of times, then parked. A later replay under a higher dispatch generation is
 applied once.
+
+An event whose type has no handler here is ignored before the database: it has no
+effect, so its redelivery is harmless and it needs no marker, no transaction and no span
+(it is no part of any booking's story); it is counted and logged at DEBUG.
 """
 
 from __future__ import annotations
@@ -32,7 +36,12 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from servicekit import driver_sql, logs, tracing
 from servicekit.faults import Fault, broker_unreachable, classify
 from servicekit.kafka import ProducerLink, producer_broken
-from servicekit.metrics.counters import INBOX_APPLIED, INBOX_DUPLICATES, INBOX_PARKED
+from servicekit.metrics.counters import (
+    INBOX_APPLIED,
+    INBOX_DUPLICATES,
+    INBOX_IGNORED,
+    INBOX_PARKED,
+)
 from servicekit.outage import OutageLog
 from servicekit.records import BadRecord, Delivery, Incoming, read_delivery
 from servicekit.retry import RetryPolicy
@@ -84,10 +93,13 @@ class Inbox:
             return await self._park(delivery, None, bad.reason)
         except Exception as error:  # a check that itself failed: still the record's fault
             return await self._park(delivery, None, f"unreadable record: {type(error).__name__}")
+        handler = self._handlers.get(incoming.event_type)
+        if handler is None:
+            return self._ignore(delivery, incoming)
         conflicts = 0
         while True:
             try:
-                outcome = await self._apply(delivery, incoming)
+                outcome = await self._apply(delivery, incoming, handler)
                 self._database.succeeded()
                 counter = INBOX_DUPLICATES if outcome == "duplicate" else INBOX_APPLIED
                 counter.labels(delivery.topic).inc()
@@ -106,7 +118,12 @@ class Inbox:
                 log.warning("%s: %s failed (%s): %r", self.name, incoming.event_id, fault, error)
                 return await self._park(delivery, incoming, _reason_of(error, fault))
 
-    async def _apply(self, delivery: Delivery, incoming: Incoming) -> str:
+    def _ignore(self, delivery: Delivery, incoming: Incoming) -> str:
+        INBOX_IGNORED.labels(delivery.topic).inc()
+        log.debug("%s: ignored %s %s", self.name, incoming.event_type, incoming.event_id)
+        return "ignored"
+
+    async def _apply(self, delivery: Delivery, incoming: Incoming, handler: EventHandler) -> str:
         with (
             self._tracer.start_as_current_span(
                 f"consume {delivery.topic}",
@@ -120,32 +137,34 @@ class Inbox:
             ),
             logs.about(**_ids_of(incoming)),
         ):
-            outcome = await self._apply_or_find_duplicate(delivery, incoming)
+            outcome = await self._apply_or_find_duplicate(delivery, incoming, handler)
             log.info("%s: %s %s %s", self.name, outcome, incoming.event_type, incoming.event_id)
             return outcome
 
-    async def _apply_or_find_duplicate(self, delivery: Delivery, incoming: Incoming) -> str:
+    async def _apply_or_find_duplicate(
+        self, delivery: Delivery, incoming: Incoming, handler: EventHandler
+    ) -> str:
         try:
-            return await self._apply_once(delivery, incoming)
+            return await self._apply_once(delivery, incoming, handler)
         except IntegrityError as error:
             duplicate_key = driver_sql.constraint_of(error) == "inbox_pkey"
             if duplicate_key and await self._marker_exists(incoming.event_id):
                 return "duplicate"  # a concurrent delivery of the same event won
             raise
 
-    async def _apply_once(self, delivery: Delivery, incoming: Incoming) -> str:
+    async def _apply_once(
+        self, delivery: Delivery, incoming: Incoming, handler: EventHandler
+    ) -> str:
         async with self._sessions() as session, session.begin():
             marker = await self._lock_marker(session, incoming.event_id)
             if marker is not None and _already_handled(marker, incoming.generation):
                 return "duplicate"
-            handler = self._handlers.get(incoming.event_type)
-            if handler is not None:
-                await handler(session, incoming.envelope, incoming.payload())
+            await handler(session, incoming.envelope, incoming.payload())
             values = _marker_values(delivery, incoming.generation, PROCESSED, None)
             await self._write_marker(
                 session, incoming.event_id, incoming.event_type, marker, values
             )
-            return "processed" if handler is not None else "ignored"
+            return "processed"
 
     async def _lock_marker(self, session: AsyncSession, event_id: str) -> Any:
         t = self._inbox.c

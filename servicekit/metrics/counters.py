@@ -59,7 +59,12 @@ LEASE_HELD: Final = Gauge(
 )
 INBOX_APPLIED: Final = Counter(
     "liftfit_inbox_applied",
-    "Events applied once through the inbox (including types with no reaction here)",
+    "Events applied once through the inbox by their handler",
+    ["topic"],
+)
+INBOX_IGNORED: Final = Counter(
+    "liftfit_inbox_ignored",
+    "Events of a type with no handler here, dropped before the database (no inbox row)",
     ["topic"],
 )
 INBOX_DUPLICATES: Final = Counter(

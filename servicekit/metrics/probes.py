@@ -128,4 +128,4 @@ def lag_probe(lag: ConsumerLag) -> Probe:
         }
         return {CONSUMER_LAG.name: samples}
 
-    return Probe("consumer lag", (CONSUMER_LAG,), read)
+    return Probe("consumer lag", (CONSUMER_LAG,), read, lag.close)

@@ -43,6 +43,8 @@ class Probe:
     name: str  # what the log calls it when it fails
     families: tuple[GaugeFamily, ...]
     read: Callable[[], Awaitable[Reading]]
+    # What the probe keeps open between readings (a broker's clients), closed at the end.
+    close: Callable[[], Awaitable[None]] | None = None
 
 
 class SampledGauges(Collector):
@@ -78,6 +80,12 @@ class SampledGauges(Collector):
         while not stopping.is_set():
             await self.sample()
             await pause(stopping, self._every_s)
+
+    async def close(self) -> None:
+        """Closes what the probes keep open; for after the sampler has stopped."""
+        for probe in self.probes:
+            if probe.close is not None:
+                await probe.close()
 
     async def _read(self, probe: Probe) -> Reading | None:
         outage = self._outages[probe.name]

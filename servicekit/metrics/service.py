@@ -37,8 +37,10 @@ class ServiceMetrics:
             self._endpoint.start()
 
     async def stop(self) -> None:
+        """After the sampler has stopped (the runtime stops its workers first)."""
         if self._endpoint is not None:
             await self._endpoint.stop()
+        await self.gauges.close()
 
 
 def service_metrics(

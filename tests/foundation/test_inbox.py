@@ -7,8 +7,9 @@ import uuid
 from typing import Any
 
 import pytest
-from google.protobuf.wrappers_pb2 import StringValue
-from sqlalchemy import select, text
+from google.protobuf.message import Message
+from google.protobuf.wrappers_pb2 import Int64Value, StringValue
+from sqlalchemy import event, func, select, text
 
 from servicekit import envelope, kafka
 from servicekit.inbox import Delivery, Inbox
@@ -18,8 +19,12 @@ from tests.foundation.harness import applying_handler, eventually, start_consume
 
 
 def _envelope_bytes(note: str, aggregate_id: str) -> bytes:
-    event = envelope.wrap(StringValue(value=note), aggregate_id, "test", {}, uuid.uuid4())
-    return event.SerializeToString()
+    return _bytes_of(StringValue(value=note), aggregate_id)
+
+
+def _bytes_of(message: Message, aggregate_id: str) -> bytes:
+    wrapped = envelope.wrap(message, aggregate_id, "test", {}, uuid.uuid4())
+    return wrapped.SerializeToString()
 
 
 async def test_the_same_kafka_message_delivered_ten_times_changes_nothing_after_the_first(
@@ -167,3 +172,29 @@ async def _inbox_row(pair: Pair, consumer: str) -> Any:
     async with pair.consumer.sessions() as session:
         query = select(t.state, t.last_error).where(t.consumer == consumer)
         return (await session.execute(query)).one()
+
+
+async def test_an_event_without_a_handler_is_ignored_without_a_transaction_or_an_inbox_row(
+    pair: Pair,
+) -> None:
+    aggregate = str(uuid.uuid4())
+    transactions: list[object] = []
+    event.listen(pair.consumer.engine.sync_engine, "begin", transactions.append)
+    inbox = _inbox(pair, "choosy", applying_handler(pair.consumer), attempts=1)
+    unhandled = _bytes_of(Int64Value(value=7), aggregate)
+
+    delivery = Delivery(pair.topic, 0, 0, unhandled, key=aggregate.encode())
+    assert await inbox.deliver(delivery) == "ignored"
+    assert transactions == []
+    assert await _inbox_rows(pair, "choosy") == 0
+
+    handled = Delivery(pair.topic, 0, 1, _envelope_bytes("x", aggregate), key=aggregate.encode())
+    before = len(transactions)
+    assert await inbox.deliver(handled) == "processed"
+    assert len(transactions) > before, "the listener sees the inbox's transactions"
+    assert await _inbox_rows(pair, "choosy") == 1
+
+
+async def _inbox_rows(pair: Pair, consumer: str) -> int:
+    t = pair.consumer.tables.inbox.c
+    return int(await pair.consumer.scalar(select(func.count()).where(t.consumer == consumer)))

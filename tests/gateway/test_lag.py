@@ -1,6 +1,8 @@
 """Consumer lag read from the real broker: committed offset, end and lag per partition of
-each group under the services' prefix; a live group that has committed nothing; a broker
-that is not there, or does not answer, within the deadline."""
+each group under the services' prefix; a live group that has committed nothing; reads after
+the first on the connections it opened, closed with the sampler's gauges, and made again
+after a broker restart; a broker that is not there, or does not answer, within the
+deadline."""
 
 from __future__ import annotations
 
@@ -10,11 +12,16 @@ import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
+import aiokafka.client
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.conn import AIOKafkaConnection
 
 from servicekit.kafka_access import client_security
 from servicekit.lag import BrokerUnreachable, ConsumerLag, GroupLag, LagSettings, PartitionLag
+from servicekit.metrics.probes import lag_probe
+from servicekit.metrics.sampling import SampledGauges
+from tests.support.infrastructure import start_kafka, stop_kafka
 from tests.support.sandboxes import silent_listener
 from tests.support.waiting import eventually
 
@@ -120,6 +127,73 @@ async def test_every_group_under_the_prefix_is_read_however_many_share_a_coordin
     assert [(group.group, group.lag) for group in groups] == [
         (f"{prefix}{service}", 8) for service in services
     ]
+
+
+@pytest.fixture
+async def lagging(kafka_bootstrap: str, new_topics: NewTopics) -> AsyncIterator[ConsumerLag]:
+    """The lag of a prefix under which one group lags on a topic of its own, closed after."""
+    prefix = await new_topics({"payment.events": 3})
+    topic = f"{prefix}payment.events"
+    await _produce(kafka_bootstrap, topic)
+    await _commit(kafka_bootstrap, f"{prefix}booking", {TopicPartition(topic, 0): 2})
+    lag = ConsumerLag(LagSettings(kafka_bootstrap, prefix), deadline_s=2.0)
+    yield lag
+    await lag.close()
+
+
+@pytest.fixture
+def connections_opened(monkeypatch: pytest.MonkeyPatch) -> list[AIOKafkaConnection]:
+    """The broker connections aiokafka's clients open from now on (each one a SASL
+    handshake where the broker asks for one)."""
+    opened: list[AIOKafkaConnection] = []
+    real = aiokafka.client.create_conn
+
+    async def counted(*args: object, **kwargs: object) -> AIOKafkaConnection:
+        opened.append(await real(*args, **kwargs))
+        return opened[-1]
+
+    monkeypatch.setattr(aiokafka.client, "create_conn", counted)
+    return opened
+
+
+async def test_reads_after_the_first_open_no_new_connection_to_the_broker(
+    lagging: ConsumerLag, connections_opened: list[AIOKafkaConnection]
+) -> None:
+    first = await lagging.read()
+    assert [group.lag for group in first] == [6]
+    opened_by_the_first = len(connections_opened)
+    for _ in range(3):
+        assert await lagging.read() == first
+    assert connections_opened[opened_by_the_first:] == []
+
+
+async def test_closing_the_sampled_gauges_closes_the_connections_the_lag_kept(
+    lagging: ConsumerLag, connections_opened: list[AIOKafkaConnection]
+) -> None:
+    gauges = SampledGauges([lag_probe(lagging)])
+    await gauges.sample()
+    assert any(connection.connected() for connection in connections_opened)
+    await gauges.close()
+    assert not any(connection.connected() for connection in connections_opened)
+
+
+async def test_a_read_after_a_broker_restart_answers_on_new_connections(
+    lagging: ConsumerLag,
+) -> None:
+    first = await lagging.read()
+    await asyncio.to_thread(stop_kafka)
+    try:
+        with pytest.raises(BrokerUnreachable):
+            await lagging.read()
+    finally:
+        await asyncio.to_thread(start_kafka)
+
+    async def answered() -> list[GroupLag] | None:
+        with contextlib.suppress(BrokerUnreachable):  # the group's coordinator may be loading
+            return await lagging.read()
+        return None
+
+    assert await eventually(answered, within=60, every=0.5) == first
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ EVERY_SERVICE = (
     "liftfit_producer_replacements_total",
     "liftfit_lease_held",
     "liftfit_inbox_applied_total",
+    "liftfit_inbox_ignored_total",
     "liftfit_inbox_duplicates_total",
     "liftfit_inbox_parked_total",
     "liftfit_consumer_lag_messages",
