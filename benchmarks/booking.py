@@ -43,6 +43,7 @@ from liftfit.booking.v1 import events_pb2 as ev
 from liftfit.booking.v1.booking_pb2_grpc import BookingServiceStub
 
 from benchmarks import cpu as bench_cpu
+from benchmarks.stats import percentile
 from servicekit import config
 from servicekit.envelope import varint
 from servicekit.protobuf import timestamp
@@ -98,8 +99,7 @@ class Run:
     ended: bench_cpu.CpuSample | None = None
 
     def percentile_ms(self, share: float) -> float:
-        ordered = sorted(self.latencies)
-        return ordered[min(len(ordered) - 1, int(share * len(ordered)))] * 1000
+        return percentile(self.latencies, share) * 1000
 
 
 async def _ghz(

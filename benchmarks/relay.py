@@ -21,7 +21,7 @@ import os
 import statistics
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,7 @@ from google.protobuf.wrappers_pb2 import StringValue
 from sqlalchemy import MetaData, exists, select
 
 from benchmarks.open_broker import open_broker
+from benchmarks.stats import percentile
 from servicekit import db, envelope, kafka
 from servicekit.kafka_access import client_security
 from servicekit.outbox import Outbox
@@ -108,11 +109,6 @@ async def pending(sessions, tables: EventingTables) -> bool:  # type: ignore[no-
 
 def latencies_ms(committed: dict[str, float], arrived: dict[str, float]) -> list[float]:
     return sorted((arrived[i] - t) * 1000 for i, t in committed.items() if i in arrived)
-
-
-def percentile(values: Iterable[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
 async def burst(sessions, tables: EventingTables, bootstrap: str, topic: str) -> dict[str, float]:  # type: ignore[no-untyped-def]

@@ -34,13 +34,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import math
 import os
 import signal
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -70,6 +69,7 @@ from benchmarks.customers import (
     open_loop,
     run_saga,
 )
+from benchmarks.stats import percentile
 from servicekit.config import PLAINTEXT_SETTING
 from servicekit.kafka_access import client_security
 from tests.gateway.api import OPS, Api
@@ -100,15 +100,6 @@ THIS_PROCESS = "customers (this process)"
 
 
 # Pure figures, tested in tests/benchmarks
-
-
-def percentile(values: Sequence[float], share: float) -> float:
-    """The nearest-rank percentile: the smallest value with at least `share` of them at or
-    below it; 0 for no values."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from benchmarks.customers import (
     set_at,
     slot_window,
 )
-from benchmarks.saga import Load, deviations, figures, percentile, summary
+from benchmarks.saga import Load, deviations, figures, summary
 from tests.gateway.api import Api, Org
 
 SLOT = Slot("slot-1", "door-1", "2030-01-01T10:00:00Z", "2030-01-01T10:01:00Z")
@@ -39,15 +39,6 @@ def _saga(due: float, ended: float = 0.0, failed: str = "", slot: Slot = SLOT) -
     saga = Saga(0, slot, due=due, posted=due, ended=ended, failed_step=failed)
     saga.pin_seen = ended
     return saga
-
-
-def test_percentile_is_the_nearest_rank_of_the_values_in_any_order() -> None:
-    values = [float(v) for v in range(100, 0, -1)]
-    assert percentile(values, 0.5) == 50.0
-    assert percentile(values, 0.99) == 99.0
-    assert percentile(values, 1.0) == 100.0
-    assert percentile([7.0], 0.99) == 7.0
-    assert percentile([], 0.5) == 0.0
 
 
 def test_arrivals_are_due_every_one_over_the_rate_seconds_for_the_duration() -> None:
