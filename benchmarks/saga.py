@@ -53,6 +53,7 @@ from aiokafka.structs import TopicPartition
 
 from benchmarks import cpu
 from benchmarks.booking import measure_pgbench
+from benchmarks.configuration import deviations
 from benchmarks.customers import (
     Customer,
     Pace,
@@ -70,7 +71,6 @@ from benchmarks.customers import (
     run_saga,
 )
 from benchmarks.stats import percentile
-from servicekit.config import PLAINTEXT_SETTING
 from servicekit.kafka_access import client_security
 from tests.gateway.api import OPS, Api
 from tests.support.infrastructure import (
@@ -551,23 +551,6 @@ async def _measure(infra: Infrastructure) -> tuple[Figures, Figures, Load, Load,
                     infra, platform, customers, sandboxes, SlotSupply(slots), Pace(POLL_S), tally
                 )
                 return await _loops(bench)
-
-
-def deviations(env: dict[str, str]) -> list[str]:
-    """What in the platform's environment would run it otherwise than `make up` does."""
-    found = []
-    if env.get(PLAINTEXT_SETTING):
-        found.append(f"{PLAINTEXT_SETTING} is set: no mutual TLS")
-    if env.get("OTEL_TRACES_EXPORTER", "").strip().lower() != "otlp":
-        found.append("OTEL_TRACES_EXPORTER is not otlp: no trace export")
-    if env.get("OTEL_DB_SPANS", "off").strip().lower() not in ("", "off"):
-        found.append("OTEL_DB_SPANS is on: database spans, which make up leaves off")
-    if env.get("LOG_LEVEL", "INFO").strip().upper() not in ("", "INFO"):
-        found.append("LOG_LEVEL is not INFO")
-    found += [
-        f"{p.upper()}_TLS_DIR is empty" for p in PARTS[:5] if not env.get(f"{p.upper()}_TLS_DIR")
-    ]
-    return found
 
 
 def _platform_line() -> str:
