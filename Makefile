@@ -103,7 +103,7 @@ $(GHZ):
 	mkdir -p .local/bin
 	GOBIN=$(CURDIR)/.local/bin go install github.com/bojand/ghz/cmd/ghz@v0.93.0
 
-bench-booking: install infra-up $(GHZ)
+bench-booking: install infra-up $(GHZ) $(JAEGER)
 	$(PY) -m benchmarks.booking
 
 # The least a checkout can cost under bench-booking's load (ghz, Kafka), for comparison.
