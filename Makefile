@@ -90,7 +90,7 @@ status:
 
 bench: bench-relay bench-booking bench-floor bench-gateway bench-saga
 
-bench-relay: install infra-up
+bench-relay: install infra-up $(JAEGER)
 	$(PY) -m benchmarks.relay
 
 $(JAEGER): deploy/local/jaeger/go.mod deploy/local/jaeger/go.sum
