@@ -18,6 +18,9 @@ BENCH_REPLICAS=1 runs one. The replicas run in one of two configurations:
 - **stripped**: the same less trace export (spans are still made, and dropped) and less
   /metrics: what this benchmark measured before it measured the platform's; under
   `stripped` in the JSON line.
+- **without_boundary**: the stripped one without mutual TLS or the callers' checks
+  (servicekit.config.PLAINTEXT_SETTING), to show what the boundary costs; under
+  `without_boundary`, with the on/off ratios.
 
 In each round, each configuration in turn (each round in the other order) on a fresh
 database and topics, with the collector running throughout:
@@ -29,8 +32,8 @@ database and topics, with the collector running throughout:
 
 Then pgbench's TPC-B-like run, 32 clients at scale 10, on the same server. Prints each
 round, the medians of each configuration's rounds, where the machine's CPU went during the
-checkouts and the ratio of booking's CPU per checkout, platform over stripped; the last
-line is one JSON object.
+checkouts, the ratio of booking's CPU per checkout, platform over stripped, and the
+boundary's on/off ratios; the last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+import grpc
 from liftfit.booking.v1 import booking_pb2 as pb
 from liftfit.booking.v1 import events_pb2 as ev
 from liftfit.booking.v1.booking_pb2_grpc import BookingServiceStub
@@ -59,6 +63,7 @@ from benchmarks import cpu as bench_cpu
 from benchmarks.configuration import SPANS_DROPPED, Configuration, deviations
 from benchmarks.jaeger import Collector, running_collector
 from benchmarks.stats import percentile
+from servicekit import config
 from servicekit.envelope import varint
 from servicekit.protobuf import timestamp
 from servicekit.runtime import run_event_loop
@@ -197,10 +202,10 @@ async def _create_slots(stub: BookingServiceAsyncStub, count: int) -> list[str]:
     return slot_ids
 
 
-def _replica_environment(shared: Shared, observability: Mapping[str, str]) -> dict[str, str]:
+def _replica_environment(shared: Shared, configured: Mapping[str, str]) -> dict[str, str]:
     """The settings as a replica's process reads them from its environment: this run's
-    database, topics, address and certificates, platform.env's password of the booking
-    principal at the broker, and the configuration's observability. What neither names
+    database, topics and address, platform.env's password of the booking principal at the
+    broker, and the configuration's settings. What neither names
     keeps the service's default, as platform.env and the manifests leave it (LOG_LEVEL:
     INFO; OTEL_TRACES_SAMPLER: every trace; BOOKING_DB_POOL_SIZE: 16)."""
     inherited = {
@@ -216,10 +221,9 @@ def _replica_environment(shared: Shared, observability: Mapping[str, str]) -> di
         "BOOKING_KAFKA_PASSWORD": platform_settings()["BOOKING_KAFKA_PASSWORD"],
         "BOOKING_GRPC_ADDRESS": shared.address,
         "BOOKING_HEALTH_ADDRESS": f"127.0.0.1:{free_port()}",
-        "BOOKING_TLS_DIR": tls.folder("booking"),
         "TOPIC_PREFIX": shared.topic_prefix,
         "BOOKING_IDEMPOTENCY_SECRET": shared.idempotency_secret,
-        **observability,
+        **configured,
     }
 
 
@@ -243,11 +247,20 @@ class Shared:
     idempotency_secret: str = field(default_factory=_secret)
 
 
-def _observability(configuration: Configuration, collector: Collector) -> dict[str, str]:
-    """The configuration's traces and metrics for one replica (a /metrics port of its own:
-    below the ephemeral range, never a bind to port 0)."""
+def _configured(configuration: Configuration, collector: Collector) -> dict[str, str]:
+    """The configuration's settings for one replica: traces, metrics (a /metrics port of
+    its own: below the ephemeral range, never a bind to port 0) and the boundary."""
     metrics = f"127.0.0.1:{free_port()}" if configuration.platform else ""
-    return {**configuration.traces(collector.otlp_endpoint), "BOOKING_METRICS_ADDRESS": metrics}
+    boundary = (
+        {"BOOKING_TLS_DIR": tls.folder("booking")}
+        if configuration.boundary
+        else {config.PLAINTEXT_SETTING: config.PLAINTEXT_VALUE}
+    )
+    return {
+        **configuration.traces(collector.otlp_endpoint),
+        "BOOKING_METRICS_ADDRESS": metrics,
+        **boundary,
+    }
 
 
 PLATFORM = Configuration(
@@ -262,7 +275,14 @@ STRIPPED = Configuration(
     "JSON logs at INFO, mutual TLS",
     platform=False,
 )
-CONFIGURATIONS = (PLATFORM, STRIPPED)
+WITHOUT_BOUNDARY = Configuration(
+    "without_boundary",
+    "stripped and without the boundary, for comparison only: LIFTFIT_GRPC_PLAINTEXT, which "
+    "no manifest sets (no mutual TLS, no caller checks)",
+    platform=False,
+    boundary=False,
+)
+CONFIGURATIONS = (PLATFORM, STRIPPED, WITHOUT_BOUNDARY)
 
 
 @asynccontextmanager
@@ -274,7 +294,7 @@ async def _replicas(
     started: list[ServiceProcess] = []
     try:
         for _ in range(REPLICAS):
-            env = _replica_environment(shared, _observability(configuration, collector))
+            env = _replica_environment(shared, _configured(configuration, collector))
             if configuration.platform and (problems := deviations(env, ["booking"], ["booking"])):
                 raise SystemExit("not the platform's own configuration: " + "; ".join(problems))
             replica = ServiceProcess("booking", env, Path(tempfile.mkdtemp(dir=logs)))
@@ -327,7 +347,7 @@ async def measure_checkouts(
         )
         async with _replicas(shared, configuration, collector, logs) as replicas:
             names = {r.pid: bench_cpu.SELF for r in replicas} | {os.getpid(): THIS_PROCESS}
-            figures = await _measure_with(shared.address, names)
+            figures = await _measure_with(shared.address, names, configuration.boundary)
         return replace(figures, spans_dropped=any(map(_dropped_spans, replicas)))
     finally:
         # Deleted, as the tests delete theirs: every run used to leave its nine partitions
@@ -336,8 +356,8 @@ async def measure_checkouts(
         await delete_topics(infra.kafka_bootstrap, prefix, list(TOPICS))
 
 
-async def _measure_with(target: str, names: dict[int, str]) -> CheckoutFigures:
-    channel = tls.channel(target)
+async def _measure_with(target: str, names: dict[int, str], boundary: bool) -> CheckoutFigures:
+    channel = tls.channel(target) if boundary else grpc.aio.insecure_channel(target)
     try:
         slots = await _create_slots(BookingServiceStub(channel), CHECKOUTS + 1)
     finally:
@@ -346,10 +366,11 @@ async def _measure_with(target: str, names: dict[int, str]) -> CheckoutFigures:
     data = [_checkout(org, slot, f"k-{i}") for i, slot in enumerate(slots[:CHECKOUTS])]
     before = bench_cpu.sample(names=names)
     load = (f"--concurrency={CLIENTS}", f"--total={CHECKOUTS}")
-    checkouts = await _ghz(target, data, *load, names=names)
+    checkouts = await _ghz(target, data, *load, names=names, boundary=boundary)
     cpu = bench_cpu.spent(before, checkouts.ended, len(checkouts.latencies))
     racers = [_checkout(org, slots[-1], f"race-{i}") for i in range(RACERS)]
-    race = await _ghz(target, racers, f"--concurrency={RACERS}", f"--total={RACERS}")
+    racing = (f"--concurrency={RACERS}", f"--total={RACERS}")
+    race = await _ghz(target, racers, *racing, boundary=boundary)
     return CheckoutFigures(checkouts, race, cpu)
 
 
@@ -454,6 +475,15 @@ def cpu_ratios(
     return medians, per_round
 
 
+def boundary_ratios(on: dict[str, Any], off: dict[str, Any]) -> dict[str, float]:
+    """What the boundary costs, both configurations stripped: on over off."""
+    return {
+        f"{key}_ratio_on_off": round(on[key] / off[key], 3)
+        for key in ("checkouts_per_s", "booking_cpu_ms_per_checkout")
+        if off[key]
+    }
+
+
 async def _measure(infra: Infrastructure, templates: MigratedTemplates) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-booking-") as folder:
         logs = Path(folder)
@@ -469,12 +499,18 @@ async def _measure(infra: Infrastructure, templates: MigratedTemplates) -> None:
     print(f"pgbench TPC-B-like, 32 clients, scale 10: {tps:.0f} tps")
     summary = summarise(rounds[PLATFORM.name], tps)
     stripped = summarise(rounds[STRIPPED.name], tps)
-    _print_summary(PLATFORM, summary)
-    _print_summary(STRIPPED, stripped)
+    without = summarise(rounds[WITHOUT_BOUNDARY.name], tps)
+    for configuration, figures in zip(CONFIGURATIONS, (summary, stripped, without), strict=True):
+        _print_summary(configuration, figures)
     cpu_ratio, per_round = cpu_ratios(rounds[PLATFORM.name], rounds[STRIPPED.name])
     print(
         f"booking CPU per checkout, platform over stripped: {cpu_ratio:.3f} (target <= 1.3); "
         f"Jaeger received booking's spans: {'yes' if exported else 'NO'}"
+    )
+    on_off = boundary_ratios(stripped, without)
+    print(
+        f"boundary on/off (both stripped): checkouts/s x{on_off['checkouts_per_s_ratio_on_off']}, "
+        f"booking CPU per checkout x{on_off['booking_cpu_ms_per_checkout_ratio_on_off']}"
     )
     summary |= {
         "configuration": PLATFORM.name,
@@ -482,6 +518,8 @@ async def _measure(infra: Infrastructure, templates: MigratedTemplates) -> None:
         "stripped": stripped,
         "booking_cpu_ratio_platform_to_stripped": round(cpu_ratio, 3),
         "booking_cpu_ratio_per_round": per_round,
+        "without_boundary": without,
+        **on_off,
     }
     print(json.dumps(summary))
 

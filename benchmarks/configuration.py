@@ -58,6 +58,9 @@ class Configuration:
     name: str
     says: str
     platform: bool
+    # Mutual TLS and the callers' checks; off (servicekit.config.PLAINTEXT_SETTING) only to
+    # show what they cost, never in the platform's configuration.
+    boundary: bool = True
 
     def traces(self, otlp_endpoint: str) -> dict[str, str]:
         """OpenTelemetry's settings: platform.env's (every trace sampled and exported over

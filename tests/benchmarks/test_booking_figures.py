@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks import cpu as bench_cpu
-from benchmarks.booking import CheckoutFigures, Run, cpu_ratios, summarise
+from benchmarks.booking import CheckoutFigures, Run, boundary_ratios, cpu_ratios, summarise
 
 
 def _round(rate: float, booking_cpu_ms: float, dropped: bool = False) -> CheckoutFigures:
@@ -34,3 +34,12 @@ def test_the_cpu_ratio_is_of_the_medians_and_each_round_s_pair_is_shown() -> Non
     medians, per_round = cpu_ratios(platform, stripped)
     assert medians == pytest.approx(1.3 / 1.1)
     assert per_round == [1.3, 1.455, 1.0]
+
+
+def test_the_boundary_s_cost_is_the_stripped_figures_over_those_without_it() -> None:
+    on = {"checkouts_per_s": 750.0, "booking_cpu_ms_per_checkout": 1.3}
+    off = {"checkouts_per_s": 800.0, "booking_cpu_ms_per_checkout": 1.25}
+    assert boundary_ratios(on, off) == {
+        "checkouts_per_s_ratio_on_off": 0.938,
+        "booking_cpu_ms_per_checkout_ratio_on_off": 1.04,
+    }
