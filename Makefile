@@ -90,7 +90,7 @@ status:
 
 bench: bench-relay bench-booking bench-floor bench-gateway bench-saga
 
-bench-relay: install infra-up
+bench-relay: install infra-up $(JAEGER)
 	$(PY) -m benchmarks.relay
 
 $(JAEGER): deploy/local/jaeger/go.mod deploy/local/jaeger/go.sum
@@ -103,7 +103,7 @@ $(GHZ):
 	mkdir -p .local/bin
 	GOBIN=$(CURDIR)/.local/bin go install github.com/bojand/ghz/cmd/ghz@v0.93.0
 
-bench-booking: install infra-up $(GHZ)
+bench-booking: install infra-up $(GHZ) $(JAEGER)
 	$(PY) -m benchmarks.booking
 
 # The least a checkout can cost under bench-booking's load (ghz, Kafka), for comparison.

@@ -1,22 +1,39 @@
-"""Checkout throughput and the race for one slot, against pgbench on the same PostgreSQL.
+"""Checkout throughput and the race for one slot, against pgbench on the same PostgreSQL,
+in the platform's configuration and in a stripped one, side by side.
 
     make bench-booking      (.venv/bin/python -m benchmarks.booking)
 
 Takes a migrated database and a topic prefix from the test infrastructure helpers and
-starts the booking service as deploy/k8s/base/booking.yaml runs it: two replicas (uvloop,
-tracing, the runtime role, the relay and the other workers included), one in this process,
-the other the service's own process (`python -m services.booking`, its log in a temporary
-folder). Both serve one port (gRPC binds it with SO_REUSEPORT), and the kernel spreads ghz's
-connections over them. BENCH_REPLICAS=1 runs the service in this process alone. Then:
+starts the booking service as deploy/k8s/base/booking.yaml runs it: two replicas, each the
+service's own process (`python -m services.booking`: uvloop, JSON logs, tracing, the
+runtime role, the broker as its own principal, the relay and the other workers), serving
+one port (gRPC binds it with SO_REUSEPORT), the kernel spreading ghz's connections over
+them; each answers its own plaintext health port, as the kubelet probes it.
+BENCH_REPLICAS=1 runs one. The replicas run in one of two configurations:
+
+- **platform**: as `make up` and the manifests run them: every trace sampled and exported
+  over OTLP to a Jaeger started for the run (benchmarks/jaeger.py), JSON logs at the
+  default level, /metrics served, mutual TLS with every caller authorised. The figures
+  users quote, and the JSON line's own keys.
+- **stripped**: the same less trace export (spans are still made, and dropped) and less
+  /metrics: what this benchmark measured before it measured the platform's; under
+  `stripped` in the JSON line.
+- **without_boundary**: the stripped one without mutual TLS or the callers' checks
+  (servicekit.config.PLAINTEXT_SETTING), to show what the boundary costs; under
+  `without_boundary`, with the on/off ratios.
+
+In each round, each configuration in turn (each round in the other order) on a fresh
+database and topics, with the collector running throughout:
 
 1. ghz (the standard gRPC load generator, a native program like pgbench's own client, on
    one OS thread) makes 32 concurrent clients check out distinct slots by card;
 2. ghz makes 200 callers race for one slot with 200 different keys: exactly one may win,
-   whichever replica each caller reaches;
-3. pgbench's TPC-B-like run, 32 clients at scale 10, on the same server right after.
+   whichever replica each caller reaches.
 
-Prints the figures and where the machine's CPU went during the checkout phase; the last
-line is one JSON object.
+Then pgbench's TPC-B-like run, 32 clients at scale 10, on the same server. Prints each
+round, the medians of each configuration's rounds, where the machine's CPU went during the
+checkouts, the ratio of booking's CPU per checkout, platform over stripped, and the
+boundary's on/off ratios; the last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -29,12 +46,12 @@ import statistics
 import subprocess
 import tempfile
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import grpc
@@ -43,22 +60,24 @@ from liftfit.booking.v1 import events_pb2 as ev
 from liftfit.booking.v1.booking_pb2_grpc import BookingServiceStub
 
 from benchmarks import cpu as bench_cpu
+from benchmarks.configuration import SPANS_DROPPED, Configuration, deviations
+from benchmarks.jaeger import Collector, running_collector
+from benchmarks.stats import percentile
 from servicekit import config
 from servicekit.envelope import varint
 from servicekit.protobuf import timestamp
-from servicekit.runtime import run_event_loop, settle_garbage_collector
-from servicekit.tracing import configure_tracing
-from services.booking.bootstrap import bootstrap
-from services.booking.settings import Settings
+from servicekit.runtime import run_event_loop
 from tests.support import tls
 from tests.support.infrastructure import (
     REPO_ROOT,
+    Infrastructure,
     MigratedTemplates,
     create_database,
     drop_database,
     ensure_infrastructure,
 )
-from tests.support.processes import ServiceProcess
+from tests.support.platform import grant_kafka_access
+from tests.support.processes import ServiceProcess, platform_settings
 from tests.support.sandboxes import free_port
 from tests.support.topics import create_topics, delete_topics
 
@@ -71,10 +90,13 @@ REPLICAS = int(os.environ.get("BENCH_REPLICAS", "2"))  # deploy/k8s/base/booking
 CONNECTIONS = 8  # ghz's connections, which the kernel spreads over the replicas
 REPLICA_START_S = 60.0
 CHECKOUTS = int(os.environ.get("BENCH_CHECKOUTS", "4000"))
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 SECONDS = int(os.environ.get("BENCH_SECONDS", "10"))  # pgbench's run
 PGBENCH = os.environ.get("PGBENCH", "/usr/lib/postgresql/15/bin/pgbench")
 GHZ = Path(os.environ.get("GHZ", REPO_ROOT / ".local" / "bin" / "ghz"))
 CHECKOUT = "liftfit.booking.v1.BookingService.Checkout"
+TOPICS = {"booking.events": 3, "payment.events": 3, "access.events": 3}
+THIS_PROCESS = "benchmark (this process)"
 
 
 def ghz_credentials(principal: str = "gateway") -> list[str]:
@@ -98,22 +120,21 @@ class Run:
     ended: bench_cpu.CpuSample | None = None
 
     def percentile_ms(self, share: float) -> float:
-        ordered = sorted(self.latencies)
-        return ordered[min(len(ordered) - 1, int(share * len(ordered)))] * 1000
+        return percentile(self.latencies, share) * 1000
 
 
 async def _ghz(
     target: str,
     requests: Sequence[pb.CheckoutRequest],
     *args: str,
-    replicas: Sequence[int] = (),
+    names: Mapping[int, str] | None = None,
     boundary: bool = True,
 ) -> Run:
     """Runs ghz against the service's Checkout; each call sends the next request.
 
     The requests reach ghz as protobuf, count-prefixed, not as JSON: ghz decodes them
     once, where JSON data is decoded again for every call the first time it is used
-    (each of the 4,000 checkouts). `replicas` are counted as this process in `ended`.
+    (each of the 4,000 checkouts). `names` name processes in `ended` (bench_cpu.sample).
     """
     with tempfile.NamedTemporaryFile("wb", suffix=".bin", delete=False) as data_file:
         for request in requests:
@@ -137,7 +158,7 @@ async def _ghz(
     ]
     process = await asyncio.create_subprocess_exec(*command, stdout=asyncio.subprocess.PIPE)
     output, _ = await process.communicate()
-    ended = bench_cpu.sample(replicas)  # before this process reads the report
+    ended = bench_cpu.sample(names=names)  # before this process reads the report
     os.unlink(data_file.name)
     if process.returncode not in (0, 1):  # 1: some calls were refused, as the race expects
         raise RuntimeError(f"ghz failed with {process.returncode}")
@@ -181,46 +202,115 @@ async def _create_slots(stub: BookingServiceAsyncStub, count: int) -> list[str]:
     return slot_ids
 
 
-def _replica_environment(settings: Settings) -> dict[str, str]:
-    """The settings as the service's process reads them from its environment."""
+def _replica_environment(shared: Shared, configured: Mapping[str, str]) -> dict[str, str]:
+    """The settings as a replica's process reads them from its environment: this run's
+    database, topics and address, platform.env's password of the booking principal at the
+    broker, and the configuration's settings. What neither names
+    keeps the service's default, as platform.env and the manifests leave it (LOG_LEVEL:
+    INFO; OTEL_TRACES_SAMPLER: every trace; BOOKING_DB_POOL_SIZE: 16)."""
+    inherited = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(("OTEL_", "LOG_LEVEL", "BOOKING_"))
+    }
     return {
-        **os.environ,
+        **inherited,
         "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(REPO_ROOT / "build" / "gen")]),
-        "BOOKING_DATABASE_URL": settings.database_url,
-        "KAFKA_BOOTSTRAP": settings.kafka_bootstrap,
-        "BOOKING_GRPC_ADDRESS": settings.grpc_address,
-        **(
-            {"BOOKING_TLS_DIR": settings.tls_dir}
-            if settings.tls_dir
-            else {config.PLAINTEXT_SETTING: config.PLAINTEXT_VALUE}
-        ),
-        "TOPIC_PREFIX": settings.topic_prefix,
-        "BOOKING_IDEMPOTENCY_SECRET": settings.idempotency_secret.decode(),
-        "BOOKING_HOLD_SECONDS": str(settings.hold_seconds),
-        "BOOKING_TERMS_VERSION": settings.terms_version,
-        "BOOKING_DB_POOL_SIZE": str(settings.db_pool_size),
-        "BOOKING_METRICS_ADDRESS": settings.metrics_address,
+        "BOOKING_DATABASE_URL": shared.database_url,
+        "KAFKA_BOOTSTRAP": shared.kafka_bootstrap,
+        "BOOKING_KAFKA_PASSWORD": platform_settings()["BOOKING_KAFKA_PASSWORD"],
+        "BOOKING_GRPC_ADDRESS": shared.address,
+        "BOOKING_HEALTH_ADDRESS": f"127.0.0.1:{free_port()}",
+        "TOPIC_PREFIX": shared.topic_prefix,
+        "BOOKING_IDEMPOTENCY_SECRET": shared.idempotency_secret,
+        **configured,
     }
 
 
+def _address() -> str:
+    return f"127.0.0.1:{free_port()}"
+
+
+def _secret() -> str:
+    return uuid.uuid4().hex
+
+
+@dataclass(frozen=True)
+class Shared:
+    """What the replicas of one measurement share: the database, the topics, the gRPC
+    address they all serve and the idempotency secret."""
+
+    database_url: str
+    kafka_bootstrap: str
+    topic_prefix: str
+    address: str = field(default_factory=_address)
+    idempotency_secret: str = field(default_factory=_secret)
+
+
+def _configured(configuration: Configuration, collector: Collector) -> dict[str, str]:
+    """The configuration's settings for one replica: traces, metrics (a /metrics port of
+    its own: below the ephemeral range, never a bind to port 0) and the boundary."""
+    metrics = f"127.0.0.1:{free_port()}" if configuration.platform else ""
+    boundary = (
+        {"BOOKING_TLS_DIR": tls.folder("booking")}
+        if configuration.boundary
+        else {config.PLAINTEXT_SETTING: config.PLAINTEXT_VALUE}
+    )
+    return {
+        **configuration.traces(collector.otlp_endpoint),
+        "BOOKING_METRICS_ADDRESS": metrics,
+        **boundary,
+    }
+
+
+PLATFORM = Configuration(
+    "platform",
+    "as make up and deploy/k8s run it: every trace exported over OTLP to Jaeger, JSON logs "
+    "at INFO, /metrics served, mutual TLS",
+    platform=True,
+)
+STRIPPED = Configuration(
+    "stripped",
+    "stripped, for comparison only: no trace export (spans made and dropped), no /metrics; "
+    "JSON logs at INFO, mutual TLS",
+    platform=False,
+)
+WITHOUT_BOUNDARY = Configuration(
+    "without_boundary",
+    "stripped and without the boundary, for comparison only: LIFTFIT_GRPC_PLAINTEXT, which "
+    "no manifest sets (no mutual TLS, no caller checks)",
+    platform=False,
+    boundary=False,
+)
+CONFIGURATIONS = (PLATFORM, STRIPPED, WITHOUT_BOUNDARY)
+
+
 @asynccontextmanager
-async def _other_replicas(settings: Settings, count: int) -> AsyncIterator[list[int]]:
-    """Starts `count` more replicas, each the service's own process (`python -m
-    services.booking`), serving `settings.grpc_address`; yields their pids. They start
-    before this process serves that address, so each one's health check reaches itself."""
-    with tempfile.TemporaryDirectory(prefix="bench-replicas-") as logs:
-        started: list[ServiceProcess] = []
-        try:
-            for _ in range(count):
-                log_dir = Path(tempfile.mkdtemp(dir=logs))
-                replica = ServiceProcess("booking", _replica_environment(settings), log_dir)
-                started.append(replica)
-                await replica.restart(REPLICA_START_S)
-            yield [replica.pid for replica in started]
-        finally:
-            for replica in started:
-                if replica.alive:
-                    await replica.stop()
+async def _replicas(
+    shared: Shared, configuration: Configuration, collector: Collector, logs: Path
+) -> AsyncIterator[list[ServiceProcess]]:
+    """Starts the replicas, each the service's own process serving `shared.address`,
+    one after another, each watched on its own health port; yields them."""
+    started: list[ServiceProcess] = []
+    try:
+        for _ in range(REPLICAS):
+            env = _replica_environment(shared, _configured(configuration, collector))
+            if configuration.platform and (problems := deviations(env, ["booking"], ["booking"])):
+                raise SystemExit("not the platform's own configuration: " + "; ".join(problems))
+            replica = ServiceProcess("booking", env, Path(tempfile.mkdtemp(dir=logs)))
+            started.append(replica)
+            await replica.restart(REPLICA_START_S)
+        yield started
+    finally:
+        for replica in started:
+            if replica.alive:
+                await replica.stop()
+
+
+def _dropped_spans(replica: ServiceProcess) -> bool:
+    """Whether the replica's span processor dropped spans, its queue full: exported spans
+    would then cost less than every trace's, and the figure would flatter the platform."""
+    return any(SPANS_DROPPED in line for line in replica.log_lines())
 
 
 @dataclass(frozen=True)
@@ -228,64 +318,59 @@ class CheckoutFigures:
     checkouts: Run
     race: Run
     cpu: bench_cpu.Spent | None
+    spans_dropped: bool = False
+
+    @property
+    def rate(self) -> float:
+        return sum(status == "OK" for status in self.checkouts.statuses) / self.checkouts.elapsed
+
+    @property
+    def booking_cpu_ms(self) -> float:
+        return self.cpu.ms_per_unit.get(bench_cpu.SELF, 0.0) if self.cpu else 0.0
 
 
 async def measure_checkouts(
-    database_url: str, kafka: str, boundary: bool = True
+    database_url: str,
+    infra: Infrastructure,
+    configuration: Configuration,
+    collector: Collector,
+    logs: Path,
 ) -> CheckoutFigures:
-    """The checkouts with the platform's boundary (mutual TLS, each caller authorised), or,
-    to show its cost, without (servicekit.config.PLAINTEXT_SETTING)."""
-    topics = {"booking.events": 3, "payment.events": 3, "access.events": 3}
-    prefix = await create_topics(kafka, topics)
+    """One configuration's checkouts and race, on topics of their own."""
+    prefix = await create_topics(infra.kafka_bootstrap, TOPICS)
     try:
-        return await _measure_on(database_url, kafka, prefix, boundary)
+        await grant_kafka_access(infra, prefix)  # booking's ACLs, as make up's broker has them
+        shared = Shared(
+            database_url.replace("postgresql://", "postgresql+psycopg://", 1),
+            infra.kafka_bootstrap,
+            prefix,
+        )
+        async with _replicas(shared, configuration, collector, logs) as replicas:
+            names = {r.pid: bench_cpu.SELF for r in replicas} | {os.getpid(): THIS_PROCESS}
+            figures = await _measure_with(shared.address, names, configuration.boundary)
+        return replace(figures, spans_dropped=any(map(_dropped_spans, replicas)))
     finally:
         # Deleted, as the tests delete theirs: every run used to leave its nine partitions
         # on the broker, and a broker holding hundreds of them answered the relay's steady
         # load later and less evenly.
-        await delete_topics(kafka, prefix, list(topics))
+        await delete_topics(infra.kafka_bootstrap, prefix, list(TOPICS))
 
 
-async def _measure_on(
-    database_url: str, kafka: str, prefix: str, boundary: bool
-) -> CheckoutFigures:
-    settings = Settings(
-        database_url=database_url.replace("postgresql://", "postgresql+psycopg://", 1),
-        kafka_bootstrap=kafka,
-        grpc_address=f"127.0.0.1:{free_port()}",  # shared by the replicas
-        tls_dir=tls.folder("booking") if boundary else "",
-        topic_prefix=prefix,
-        idempotency_secret=uuid.uuid4().hex.encode(),
-        hold_seconds=900,
-        terms_version="2026-11",
-        db_pool_size=CLIENTS,
-    )
-    async with _other_replicas(settings, REPLICAS - 1) as replicas:
-        return await _measure_with(settings, replicas)
-
-
-async def _measure_with(settings: Settings, replicas: list[int]) -> CheckoutFigures:
-    app = bootstrap(settings)
-    await app.start()
-    settle_garbage_collector()  # as the service's process does once started
-    boundary = bool(settings.tls_dir)
-    grpc_channel = (
-        tls.channel(app.grpc_target) if boundary else grpc.aio.insecure_channel(app.grpc_target)
-    )
+async def _measure_with(target: str, names: dict[int, str], boundary: bool) -> CheckoutFigures:
+    channel = tls.channel(target) if boundary else grpc.aio.insecure_channel(target)
     try:
-        slots = await _create_slots(BookingServiceStub(grpc_channel), CHECKOUTS + 1)
-        org = str(uuid.uuid4())
-        data = [_checkout(org, slot, f"k-{i}") for i, slot in enumerate(slots[:CHECKOUTS])]
-        before = bench_cpu.sample(replicas)
-        load = (f"--concurrency={CLIENTS}", f"--total={CHECKOUTS}")
-        checkouts = await _ghz(app.grpc_target, data, *load, replicas=replicas, boundary=boundary)
-        cpu = bench_cpu.spent(before, checkouts.ended, len(checkouts.latencies))
-        racers = [_checkout(org, slots[-1], f"race-{i}") for i in range(RACERS)]
-        load = (f"--concurrency={RACERS}", f"--total={RACERS}")
-        race = await _ghz(app.grpc_target, racers, *load, boundary=boundary)
+        slots = await _create_slots(BookingServiceStub(channel), CHECKOUTS + 1)
     finally:
-        await grpc_channel.close(grace=None)
-        await app.stop()
+        await channel.close(grace=None)
+    org = str(uuid.uuid4())
+    data = [_checkout(org, slot, f"k-{i}") for i, slot in enumerate(slots[:CHECKOUTS])]
+    before = bench_cpu.sample(names=names)
+    load = (f"--concurrency={CLIENTS}", f"--total={CHECKOUTS}")
+    checkouts = await _ghz(target, data, *load, names=names, boundary=boundary)
+    cpu = bench_cpu.spent(before, checkouts.ended, len(checkouts.latencies))
+    racers = [_checkout(org, slots[-1], f"race-{i}") for i in range(RACERS)]
+    racing = (f"--concurrency={RACERS}", f"--total={RACERS}")
+    race = await _ghz(target, racers, *racing, boundary=boundary)
     return CheckoutFigures(checkouts, race, cpu)
 
 
@@ -305,84 +390,149 @@ def measure_pgbench(database_url: str) -> float:
     return float(match.group(1))
 
 
-def _print_and_summarise(figures: CheckoutFigures, tps: float) -> dict[str, float | int]:
+def _print_round(number: int, configuration: Configuration, figures: CheckoutFigures) -> None:
     checkouts, race = figures.checkouts, figures.race
     ok = sum(status == "OK" for status in checkouts.statuses)
-    rate = ok / checkouts.elapsed
     winners = sum(status == "OK" for status in race.statuses)
     print(
-        f"checkout over gRPC (ghz), {CLIENTS} clients, distinct slots, {REPLICAS} "
-        f"replica(s): {rate:.0f}/s"
+        f"round {number}, {configuration.name}: {figures.rate:.0f} checkouts/s ({ok} of "
+        f"{len(checkouts.statuses)} OK), p50 {checkouts.percentile_ms(0.5):.1f} ms, p99 "
+        f"{checkouts.percentile_ms(0.99):.1f} ms; booking CPU {figures.booking_cpu_ms:.2f} ms "
+        f"per checkout; race: {winners} winner(s) of {RACERS}, p99 "
+        f"{race.percentile_ms(0.99):.1f} ms"
+        + ("; SPANS DROPPED (the span queue was full)" if figures.spans_dropped else ""),
+        flush=True,
     )
-    print(
-        f"  {ok} of {len(checkouts.statuses)} OK; latency p50 "
-        f"{checkouts.percentile_ms(0.5):.1f} ms, p99 {checkouts.percentile_ms(0.99):.1f} ms"
-    )
-    booking_cpu = 0.0
     if figures.cpu is not None:
-        print(f"  {figures.cpu}")
-        booking_cpu = figures.cpu.ms_per_unit.get(bench_cpu.SELF, 0.0)
-    print(
-        f"race: {RACERS} callers for one slot: {winners} winner(s); latency of every answer "
-        f"p50 {race.percentile_ms(0.5):.1f} ms, p99 {race.percentile_ms(0.99):.1f} ms "
-        f"(median {statistics.median(race.latencies) * 1000:.1f} ms)"
-    )
-    print(f"pgbench TPC-B-like, 32 clients, scale 10: {tps:.0f} tps")
-    ratio = rate / tps
-    print(
-        f"ratio checkout/pgbench: {ratio:.2f} (target >= 0.3); booking CPU per checkout "
-        f"{booking_cpu:.2f} ms (target <= 2.0)"
-    )
+        print(f"  {figures.cpu}", flush=True)
+
+
+def summarise(rounds: Sequence[CheckoutFigures], tps: float) -> dict[str, Any]:
+    """The medians of one configuration's rounds, each round's own figures beside them;
+    the race's winners are the most any round had (one, if the slot was never oversold)."""
+    rate = statistics.median(r.rate for r in rounds)
+    booking_cpu = statistics.median(r.booking_cpu_ms for r in rounds)
     return {
         "checkouts_per_s": round(rate, 1),
-        "p50_ms": round(checkouts.percentile_ms(0.5), 2),
-        "p99_ms": round(checkouts.percentile_ms(0.99), 2),
+        "p50_ms": round(statistics.median(r.checkouts.percentile_ms(0.5) for r in rounds), 2),
+        "p99_ms": round(statistics.median(r.checkouts.percentile_ms(0.99) for r in rounds), 2),
         "pgbench_tps": round(tps, 1),
-        "ratio": round(ratio, 3),
+        "ratio": round(rate / tps, 3),
         "booking_cpu_ms_per_checkout": round(booking_cpu, 2),
-        "race_p99_ms": round(race.percentile_ms(0.99), 1),
-        "race_winners": winners,
+        "booking_cpu_ms_per_round": [round(r.booking_cpu_ms, 2) for r in rounds],
+        "checkouts_per_s_per_round": [round(r.rate, 1) for r in rounds],
+        "race_p99_ms": round(statistics.median(r.race.percentile_ms(0.99) for r in rounds), 1),
+        "race_winners": max(sum(s == "OK" for s in r.race.statuses) for r in rounds),
+        "spans_dropped": any(r.spans_dropped for r in rounds),
     }
 
 
-async def _measure(infra_dsn: str, kafka: str, templates: MigratedTemplates) -> None:
-    """The platform's configuration (the boundary on), then the same without the boundary,
-    side by side on one machine, one pgbench run for both."""
-    suffix = uuid.uuid4().hex[:8]
-    on_db, off_db = f"bench_booking_{suffix}", f"bench_booking_off_{suffix}"
-    pgbench_db = f"bench_pgbench_{suffix}"
-    try:
-        on = await measure_checkouts(templates.database("booking", on_db), kafka)
-        off = await measure_checkouts(templates.database("booking", off_db), kafka, False)
-        tps = measure_pgbench(create_database(infra_dsn, pgbench_db))
-    finally:
-        for name in (on_db, off_db, pgbench_db):
-            drop_database(infra_dsn, name)
-    print("== with the boundary (mutual TLS, every caller authorised): the platform's")
-    summary = _print_and_summarise(on, tps)
-    print("== without it (LIFTFIT_GRPC_PLAINTEXT, for this comparison only)")
-    without = _print_and_summarise(off, tps)
-    summary["without_boundary"] = without  # type: ignore[assignment]
-    for key in ("checkouts_per_s", "booking_cpu_ms_per_checkout"):
-        if without[key]:
-            summary[f"{key}_ratio_on_off"] = round(summary[key] / without[key], 3)
+def _print_summary(configuration: Configuration, figures: dict[str, Any]) -> None:
+    print(f"== {configuration.name}: {configuration.says}")
     print(
-        f"boundary on/off: checkouts/s x{summary.get('checkouts_per_s_ratio_on_off')}, "
-        f"booking CPU per checkout x{summary.get('booking_cpu_ms_per_checkout_ratio_on_off')}"
+        f"  medians of {ROUNDS} rounds, {CLIENTS} clients, distinct slots, {REPLICAS} "
+        f"replica(s): {figures['checkouts_per_s']:.0f} checkouts/s, p50 {figures['p50_ms']} "
+        f"ms, p99 {figures['p99_ms']} ms; ratio checkout/pgbench {figures['ratio']:.3f} "
+        f"(target >= 0.3); booking CPU per checkout {figures['booking_cpu_ms_per_checkout']} "
+        f"ms (target <= 2.0); race p99 {figures['race_p99_ms']} ms, winners "
+        f"{figures['race_winners']}"
     )
+
+
+async def _rounds(
+    infra: Infrastructure, templates: MigratedTemplates, collector: Collector, logs: Path
+) -> dict[str, list[CheckoutFigures]]:
+    """ROUNDS rounds, each configuration once in each, the order turned every round, so
+    that each sees the same machine."""
+    figures: dict[str, list[CheckoutFigures]] = {c.name: [] for c in CONFIGURATIONS}
+    for number in range(1, ROUNDS + 1):
+        order = CONFIGURATIONS if number % 2 else CONFIGURATIONS[::-1]
+        for configuration in order:
+            name = f"bench_booking_{configuration.name}_{uuid.uuid4().hex[:8]}"
+            try:
+                url = templates.database("booking", name)
+                measured = await measure_checkouts(url, infra, configuration, collector, logs)
+            finally:
+                drop_database(infra.pg_admin_dsn, name)
+            _print_round(number, configuration, measured)
+            figures[configuration.name].append(measured)
+    return figures
+
+
+def cpu_ratios(
+    platform: Sequence[CheckoutFigures], stripped: Sequence[CheckoutFigures]
+) -> tuple[float, list[float]]:
+    """Booking's CPU per checkout, platform over stripped: the medians' ratio, and each
+    round's, whose two measurements ran one right after the other."""
+    medians = statistics.median(r.booking_cpu_ms for r in platform) / statistics.median(
+        r.booking_cpu_ms for r in stripped
+    )
+    per_round = [
+        round(p.booking_cpu_ms / s.booking_cpu_ms, 3)
+        for p, s in zip(platform, stripped, strict=True)
+        if s.booking_cpu_ms
+    ]
+    return medians, per_round
+
+
+def boundary_ratios(on: dict[str, Any], off: dict[str, Any]) -> dict[str, float]:
+    """What the boundary costs, both configurations stripped: on over off."""
+    return {
+        f"{key}_ratio_on_off": round(on[key] / off[key], 3)
+        for key in ("checkouts_per_s", "booking_cpu_ms_per_checkout")
+        if off[key]
+    }
+
+
+async def _measure(infra: Infrastructure, templates: MigratedTemplates) -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-booking-") as folder:
+        logs = Path(folder)
+        async with running_collector(logs) as collector:
+            print(f"Jaeger {collector.otlp_endpoint} (pid {collector.pid})", flush=True)
+            rounds = await _rounds(infra, templates, collector, logs)
+            exported = "booking" in await asyncio.to_thread(collector.services)
+    pgbench_db = f"bench_pgbench_{uuid.uuid4().hex[:8]}"
+    try:
+        tps = measure_pgbench(create_database(infra.pg_admin_dsn, pgbench_db))
+    finally:
+        drop_database(infra.pg_admin_dsn, pgbench_db)
+    print(f"pgbench TPC-B-like, 32 clients, scale 10: {tps:.0f} tps")
+    summary = summarise(rounds[PLATFORM.name], tps)
+    stripped = summarise(rounds[STRIPPED.name], tps)
+    without = summarise(rounds[WITHOUT_BOUNDARY.name], tps)
+    for configuration, figures in zip(CONFIGURATIONS, (summary, stripped, without), strict=True):
+        _print_summary(configuration, figures)
+    cpu_ratio, per_round = cpu_ratios(rounds[PLATFORM.name], rounds[STRIPPED.name])
+    print(
+        f"booking CPU per checkout, platform over stripped: {cpu_ratio:.3f} (target <= 1.3); "
+        f"Jaeger received booking's spans: {'yes' if exported else 'NO'}"
+    )
+    on_off = boundary_ratios(stripped, without)
+    print(
+        f"boundary on/off (both stripped): checkouts/s x{on_off['checkouts_per_s_ratio_on_off']}, "
+        f"booking CPU per checkout x{on_off['booking_cpu_ms_per_checkout_ratio_on_off']}"
+    )
+    summary |= {
+        "configuration": PLATFORM.name,
+        "traces_exported": exported,
+        "stripped": stripped,
+        "booking_cpu_ratio_platform_to_stripped": round(cpu_ratio, 3),
+        "booking_cpu_ratio_per_round": per_round,
+        "without_boundary": without,
+        **on_off,
+    }
     print(json.dumps(summary))
 
 
 def main() -> None:
     if not GHZ.exists():
         raise SystemExit(f"{GHZ} is missing: `make bench-booking` builds it")
-    # As the service's process does: spans are recorded (exported where
-    # OTEL_TRACES_EXPORTER says), so every booking carries its trace id.
-    configure_tracing("booking")
+    if not Collector.built():
+        raise SystemExit("the Jaeger program is missing: `make bench-booking` builds it")
     infra = ensure_infrastructure()
     templates = MigratedTemplates(infra.pg_admin_dsn)
     try:
-        run_event_loop(_measure(infra.pg_admin_dsn, infra.kafka_bootstrap, templates))
+        run_event_loop(_measure(infra, templates))
     finally:
         templates.drop_all()
 

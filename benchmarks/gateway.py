@@ -54,6 +54,7 @@ import httpx
 from benchmarks import gateway_open
 from benchmarks.booking import ghz_credentials
 from benchmarks.open_loop import OpenLoopRun, schedule
+from benchmarks.stats import percentile
 from tests.support.infrastructure import REPO_ROOT, Infrastructure, ensure_infrastructure
 from tests.support.platform import Platform, started_platform
 from tests.support.sandboxes import free_port
@@ -225,10 +226,10 @@ async def ghz(
         raise RuntimeError(f"ghz failed with {process.returncode}")
     report = json.loads(output)
     details = report.get("details") or []
-    latencies = sorted(item["latency"] / 1e6 for item in details)
+    latencies = [item["latency"] / 1e6 for item in details]
     return Load(
-        p50_ms=_percentile(latencies, 0.5),
-        p99_ms=_percentile(latencies, 0.99),
+        p50_ms=percentile(latencies, 0.5),
+        p99_ms=percentile(latencies, 0.99),
         per_s=len(details) / (report["total"] / 1e9),
         failed=sum(item["status"] != "OK" for item in details),
         answers=len(details),
@@ -274,10 +275,6 @@ async def with_cpu(platform: Platform, load: Awaitable[Load], front: int | None 
         gateway_cpu_ms=(_cpu_s(gateway) - before[0]) * 1000 / answers,
         booking_cpu_ms=(_cpu_s(booking) - before[1]) * 1000 / answers,
     )
-
-
-def _percentile(ordered: list[float], share: float) -> float:
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else 0.0
 
 
 LOADS = ("gateway_get", "floor_get", "direct_get", "gateway_post", "direct_post")

@@ -14,8 +14,10 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+
+from benchmarks.stats import percentile
 
 Send = Callable[[int], Awaitable[bool]]
 # The first request is due this long after the driver starts, so that scheduling the first
@@ -28,14 +30,6 @@ def schedule(rate: float, seconds: float) -> list[float]:
     if rate <= 0 or seconds <= 0:
         return []
     return [i / rate for i in range(math.ceil(seconds * rate - 1e-9))]
-
-
-def percentile(values: Sequence[float], share: float) -> float:
-    """The nearest-rank percentile: the smallest value that `share` of them do not exceed."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
 
 
 @dataclass(frozen=True)

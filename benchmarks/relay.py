@@ -5,11 +5,24 @@
 2. Bare: the same 20,000 messages sent by a bare idempotent aiokafka producer, for scale.
    Bursts and bare runs alternate for three rounds; the figures are the rounds' medians.
 3. Steady: rows committed at 1,000 rows/s for 10 s while the relay runs: p99 latency.
-All of it on the platform's broker (authenticated, ACLs) and on a throwaway broker with the
-same settings less its security (benchmarks.open_broker), both running, each warmed by one
-uncounted burst, the rounds alternating between them: what the boundary costs.
-The last line is one JSON object with the figures, the second broker's under
-`without_boundary`.
+
+The relay and the bare producer each run in a process of their own
+(benchmarks/relay_process.py, on uvloop, JSON logs), as a service runs its relay; this
+process commits the rows, each in a sampled trace of its own as a service writes a row
+inside the trace of the request that caused it, and consumes the records. The relay runs in
+two configurations, each once in every round, the order turned every round:
+
+- **platform**: tracing configured as a service's process configures it, every trace
+  sampled and exported over OTLP to a Jaeger started for the run (benchmarks/jaeger.py):
+  one produce span per row. Its figures are the JSON line's own keys.
+- **stripped**: no tracing configured at all, what this benchmark measured before; under
+  `stripped`.
+
+All of it on the platform's broker (authenticated, ACLs); the stripped relay and the bare
+producer also on a throwaway broker with the same settings less its security
+(benchmarks.open_broker), both running, each warmed by one uncounted burst, the rounds
+alternating between them: what the boundary costs, under `without_boundary`, with the
+on/off ratios of the stripped relay's and the bare producer's rows/s.
 """
 
 from __future__ import annotations
@@ -18,33 +31,62 @@ import asyncio
 import contextlib
 import json
 import os
+import random
 import statistics
+import sys
+import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from google.protobuf.wrappers_pb2 import StringValue
+from opentelemetry import trace
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 from sqlalchemy import MetaData, exists, select
 
+from benchmarks import relay_process
+from benchmarks.configuration import SPANS_DROPPED, Configuration, deviations
+from benchmarks.jaeger import Collector, running_collector
 from benchmarks.open_broker import open_broker
-from servicekit import db, envelope, kafka
+from benchmarks.stats import percentile
+from servicekit import db
 from servicekit.kafka_access import client_security
 from servicekit.outbox import Outbox
-from servicekit.relay import OutboxRelay
+from servicekit.runtime import run_event_loop
 from servicekit.schema import PENDING, EventingTables, add_eventing_tables
-from tests.support.infrastructure import create_database, drop_database, ensure_infrastructure
+from tests.support.infrastructure import (
+    REPO_ROOT,
+    create_database,
+    drop_database,
+    ensure_infrastructure,
+)
 from tests.support.schema import create_tables
 
-BURST_ROWS = 20_000
+BURST_ROWS = int(os.environ.get("BENCH_BURST_ROWS", "20000"))
 STEADY_RATE = 1_000
-ROUNDS = 3
-STEADY_SECONDS = 10
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
+STEADY_SECONDS = int(os.environ.get("BENCH_STEADY_SECONDS", "10"))
 CREDENTIALS = ("KAFKA_USERNAME", "KAFKA_PASSWORD")
 SECURED, OPEN = "secured", "open"
+PROCESS_START_S = 60.0
+SERVICE_NAME = "bench-relay"  # the relay process's service.name in its spans
+
+PLATFORM = Configuration(
+    "platform",
+    "tracing as a service's process has it: every trace sampled and exported over OTLP "
+    "to Jaeger, one produce span per row",
+    platform=True,
+)
+STRIPPED = Configuration(
+    "stripped",
+    "stripped, for comparison only: no tracing configured",
+    platform=False,
+)
 
 
 class Receiver:
@@ -85,13 +127,29 @@ class Receiver:
         await self._consumer.stop()
 
 
+@contextlib.contextmanager
+def in_a_trace_of_its_own() -> Iterator[None]:
+    """A sampled trace context of its own, current for the block: the one a row is written
+    in when a request causes it, and the relay's produce span continues."""
+    context = SpanContext(
+        trace_id=random.getrandbits(128),
+        span_id=random.getrandbits(64),
+        is_remote=False,
+        trace_flags=TraceFlags(TraceFlags.SAMPLED),
+    )
+    with trace.use_span(NonRecordingSpan(context)):
+        yield
+
+
 async def commit_rows(sessions, outbox: Outbox, topic: str, count: int) -> dict[str, float]:  # type: ignore[no-untyped-def]
     committed: dict[str, float] = {}
+    ids = []
     async with sessions() as session, session.begin():
-        ids = [
-            await outbox.append(session, topic, str(uuid.uuid4()), StringValue(value="b"))
-            for _ in range(count)
-        ]
+        for _ in range(count):
+            with in_a_trace_of_its_own():
+                ids.append(
+                    await outbox.append(session, topic, str(uuid.uuid4()), StringValue(value="b"))
+                )
     now = time.time()
     committed.update({str(i): now for i in ids})
     return committed
@@ -110,108 +168,21 @@ def latencies_ms(committed: dict[str, float], arrived: dict[str, float]) -> list
     return sorted((arrived[i] - t) * 1000 for i, t in committed.items() if i in arrived)
 
 
-def percentile(values: Iterable[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
-
-
-async def burst(sessions, tables: EventingTables, bootstrap: str, topic: str) -> dict[str, float]:  # type: ignore[no-untyped-def]
-    outbox = Outbox(tables.outbox, "bench")
-    receiver = Receiver(bootstrap, topic)
-    await receiver.start()
-    committed: dict[str, float] = {}
-    for _ in range(BURST_ROWS // 1000):
-        committed |= await commit_rows(sessions, outbox, topic, 1000)
-    task, stopping, producer = await _start_relay(sessions, tables, bootstrap)
-    started = time.time()
-    while await pending(sessions, tables):
-        await asyncio.sleep(0.02)
-    elapsed = time.time() - started
-    await receiver.wait_for(BURST_ROWS)
-    stopping.set()
-    await task
-    await producer.stop()
-    await receiver.stop()
-    lat = latencies_ms(committed, receiver.arrived)
-    return {
-        "relay_rows_per_s": BURST_ROWS / elapsed,
-        "p50_ms": statistics.median(lat),
-        "p99_ms": percentile(lat, 0.99),
-        "received": len(receiver.arrived),
-    }
-
-
-async def bare(bootstrap: str, topic: str) -> float:
-    """The same messages from a bare producer, with a receiver running as in the burst:
-    the relay's key (an aggregate id), payload and headers, prepared before the clock
-    starts. The key matters: the producer hashes it in Python to pick the partition."""
-    receiver = Receiver(bootstrap, topic)
-    await receiver.start()
-    producer = kafka.make_producer(bootstrap, "bench-bare")
-    await producer.start()
-    messages = []
-    for _ in range(BURST_ROWS):
-        key, event_id = str(uuid.uuid4()), uuid.uuid4()
-        wrapped = envelope.wrap(StringValue(value="b"), key, "bench", {}, event_id)
-        headers = [
-            ("event-id", str(event_id).encode()),
-            ("event-type", wrapped.event_type.encode()),
-            ("dispatch-generation", b"0"),
-        ]
-        messages.append((key.encode(), wrapped.SerializeToString(), headers))
-    started = time.time()
-    futures = [
-        await producer.send(topic, value, key=key, headers=headers)
-        for key, value, headers in messages
-    ]
-    await asyncio.gather(*futures)
-    elapsed = time.time() - started
-    await producer.stop()
-    await receiver.wait_for(BURST_ROWS)
-    await receiver.stop()
-    return BURST_ROWS / elapsed
-
-
-async def steady(sessions, tables: EventingTables, bootstrap: str, topic: str) -> float:  # type: ignore[no-untyped-def]
-    outbox = Outbox(tables.outbox, "bench")
-    receiver = Receiver(bootstrap, topic)
-    await receiver.start()
-    task, stopping, producer = await _start_relay(sessions, tables, bootstrap)
-    committed: dict[str, float] = {}
-    tick, per_tick = 0.01, STEADY_RATE // 100
-    started = time.time()
-    for step in range(STEADY_SECONDS * 100):
-        committed |= await commit_rows(sessions, outbox, topic, per_tick)
-        await asyncio.sleep(max(0.0, started + (step + 1) * tick - time.time()))
-    await receiver.wait_for(len(committed), 60)
-    stopping.set()
-    await task
-    await producer.stop()
-    await receiver.stop()
-    return percentile(latencies_ms(committed, receiver.arrived), 0.99)
-
-
-async def _start_relay(sessions, tables: EventingTables, bootstrap: str):  # type: ignore[no-untyped-def]
-    producer = kafka.make_producer(bootstrap, "bench-relay")
-    await producer.start()
-    # The settings every service runs with; only the idle wait is shorter, to start promptly.
-    link = kafka.ProducerLink.of(producer)
-    relay = OutboxRelay(sessions, tables.outbox, link, idle_wait_s=0.005)
-    stopping = asyncio.Event()
-    return asyncio.create_task(relay.run(stopping)), stopping, producer
-
-
 @dataclass
 class Broker:
-    """One broker under measurement, with this run's database, tables and topics on it."""
+    """One broker under measurement, with this run's database, tables and topics on it,
+    the relay's configurations measured on it and each one's rounds."""
 
     label: str
     bootstrap: str
     secured: bool
+    database_url: str
     sessions: Any
     tables: EventingTables
     topics: dict[str, str]
-    rounds: list[dict[str, float]] = field(default_factory=list)
+    configurations: Sequence[Configuration]
+    rounds: dict[str, list[dict[str, float]]] = field(default_factory=dict)
+    bare_rounds: list[float] = field(default_factory=list)
 
     @contextlib.contextmanager
     def as_client(self) -> Iterator[None]:
@@ -223,22 +194,158 @@ class Broker:
         with unauthenticated():
             yield
 
-    async def burst(self, topic: str) -> dict[str, float]:
+    def environment(self, extra: dict[str, str]) -> dict[str, str]:
+        """A producing process's settings: this broker, as this process's clients see it."""
         with self.as_client():
-            return await burst(self.sessions, self.tables, self.bootstrap, self.topics[topic])
+            inherited = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        return {
+            **inherited,
+            "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(REPO_ROOT / "build" / "gen")]),
+            "KAFKA_BOOTSTRAP": self.bootstrap,
+            "BENCH_DATABASE_URL": self.database_url,
+            **extra,
+        }
 
-    async def bare(self, topic: str) -> float:
-        with self.as_client():
-            return await bare(self.bootstrap, self.topics[topic])
 
-    async def steady(self) -> float:
-        with self.as_client():
-            return await steady(self.sessions, self.tables, self.bootstrap, self.topics["steady"])
+@dataclass(frozen=True)
+class Run:
+    """Where this run's producing processes write their logs, and the collector."""
+
+    logs: Path
+    collector: Collector
+
+    def relay_environment(self, broker: Broker, configuration: Configuration) -> dict[str, str]:
+        tracing = "on" if configuration.platform else relay_process.TRACING_OFF
+        env = broker.environment(
+            {**configuration.traces(self.collector.otlp_endpoint), "BENCH_TRACING": tracing}
+        )
+        if configuration.platform and (problems := deviations(env, tls_parts=())):
+            raise SystemExit("not the platform's own configuration: " + "; ".join(problems))
+        return env
+
+
+@contextlib.asynccontextmanager
+async def relaying(
+    run: Run, broker: Broker, configuration: Configuration
+) -> AsyncIterator[list[bool]]:
+    """A relay process draining the broker's outbox for the time of the block, from the
+    moment it says it relays; SIGTERM after, and its exit awaited. The list yielded says,
+    after the block, whether its span processor dropped spans."""
+    dropped: list[bool] = []
+    log_path = run.logs / f"relay-{uuid.uuid4().hex[:8]}.log"
+    with log_path.open("ab") as log:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "benchmarks.relay_process",
+            "relay",
+            cwd=REPO_ROOT,
+            env=run.relay_environment(broker, configuration),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=log,
+        )
+    try:
+        assert process.stdout is not None
+        line = await asyncio.wait_for(process.stdout.readline(), PROCESS_START_S)
+        if line.decode().strip() != relay_process.RELAYING:
+            raise RuntimeError(f"the relay process did not start (see {log_path})")
+        yield dropped
+    finally:
+        if process.returncode is None:
+            process.terminate()
+        await process.wait()
+        dropped.append(SPANS_DROPPED in log_path.read_text(errors="replace"))
+
+
+async def bare_rows_per_s(run: Run, broker: Broker, topic: str) -> float:
+    """The bare producer's process: its rows/s, timed by itself once its records are made."""
+    env = broker.environment(
+        {
+            "BENCH_TRACING": relay_process.TRACING_OFF,
+            "BENCH_TOPIC": topic,
+            "BENCH_BARE_ROWS": str(BURST_ROWS),
+        }
+    )
+    with (run.logs / "bare.log").open("ab") as log:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "benchmarks.relay_process",
+            "bare",
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=log,
+        )
+        output, _ = await process.communicate()
+    if process.returncode != 0:
+        raise RuntimeError(f"the bare producer failed with {process.returncode} (see {log.name})")
+    return float(json.loads(output.decode().strip().splitlines()[-1])["rows_per_s"])
+
+
+async def burst(
+    run: Run, broker: Broker, configuration: Configuration, topic: str
+) -> dict[str, float]:
+    outbox = Outbox(broker.tables.outbox, "bench")
+    with broker.as_client():
+        receiver = Receiver(broker.bootstrap, topic)
+    await receiver.start()
+    committed: dict[str, float] = {}
+    for _ in range(BURST_ROWS // 1000):
+        committed |= await commit_rows(broker.sessions, outbox, topic, 1000)
+    async with relaying(run, broker, configuration) as dropped:
+        started = time.time()
+        while await pending(broker.sessions, broker.tables):
+            await asyncio.sleep(0.02)
+        elapsed = time.time() - started
+        await receiver.wait_for(BURST_ROWS)
+    await receiver.stop()
+    lat = latencies_ms(committed, receiver.arrived)
+    return {
+        "relay_rows_per_s": BURST_ROWS / elapsed,
+        "p50_ms": statistics.median(lat),
+        "p99_ms": percentile(lat, 0.99),
+        "received": len(receiver.arrived),
+        "spans_dropped": float(any(dropped)),
+    }
+
+
+async def bare(run: Run, broker: Broker, topic: str) -> float:
+    """The bare producer's rows/s, with a receiver running as in the burst."""
+    with broker.as_client():
+        receiver = Receiver(broker.bootstrap, topic)
+    await receiver.start()
+    rate = await bare_rows_per_s(run, broker, topic)
+    await receiver.wait_for(BURST_ROWS)
+    await receiver.stop()
+    return rate
+
+
+async def steady(run: Run, broker: Broker, configuration: Configuration) -> float:
+    outbox = Outbox(broker.tables.outbox, "bench")
+    topic = broker.topics[f"steady-{configuration.name}"]
+    with broker.as_client():
+        receiver = Receiver(broker.bootstrap, topic)
+    await receiver.start()
+    committed: dict[str, float] = {}
+    async with relaying(run, broker, configuration):
+        tick, per_tick = 0.01, STEADY_RATE // 100
+        started = time.time()
+        for step in range(STEADY_SECONDS * 100):
+            committed |= await commit_rows(broker.sessions, outbox, topic, per_tick)
+            await asyncio.sleep(max(0.0, started + (step + 1) * tick - time.time()))
+        await receiver.wait_for(len(committed), 60)
+    await receiver.stop()
+    return percentile(latencies_ms(committed, receiver.arrived), 0.99)
 
 
 @contextlib.asynccontextmanager
 async def prepared(
-    label: str, bootstrap: str, secured: bool, pg_admin_dsn: str
+    label: str,
+    bootstrap: str,
+    secured: bool,
+    pg_admin_dsn: str,
+    configurations: Sequence[Configuration],
 ) -> AsyncIterator[Broker]:
     """A database of its own for the relay's outbox and this run's topics on the broker."""
     name = f"bench_relay_{uuid.uuid4().hex[:8]}"
@@ -248,9 +355,12 @@ async def prepared(
     engine = db.make_engine(url)
     await create_tables(engine, metadata)
     prefix = f"bench{uuid.uuid4().hex[:6]}."
-    names = ["warm", "steady"] + [f"{kind}{i}" for i in range(ROUNDS) for kind in ("burst", "bare")]
+    names = ["warm", "bare-warm", *(f"steady-{c.name}" for c in configurations)] + [
+        f"{kind}{i}" for i in range(ROUNDS) for kind in ("bare", *(c.name for c in configurations))
+    ]
     topics = {topic: prefix + topic for topic in names}
-    broker = Broker(label, bootstrap, secured, db.make_session_factory(engine), tables, topics)
+    sessions = db.make_session_factory(engine)
+    broker = Broker(label, bootstrap, secured, url, sessions, tables, topics, configurations)
     with broker.as_client():
         admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **client_security())
     await admin.start()
@@ -264,44 +374,61 @@ async def prepared(
         drop_database(pg_admin_dsn, name)
 
 
-async def measure(brokers: list[Broker]) -> None:
-    """Every broker gets one uncounted burst first (a broker started for this run has a
-    cold JVM), then the rounds alternate between them, relay then bare producer, each round
-    in the other order, so each broker sees the same machine."""
+async def measure(run: Run, brokers: list[Broker]) -> None:
+    """Every broker gets one uncounted burst and bare run first (a broker started for this
+    run has a cold JVM), then the rounds alternate between them, each configuration's relay
+    then the bare producer, each round in the other order, so each sees the same machine."""
     for broker in brokers:
-        await broker.burst("warm")
+        await burst(run, broker, broker.configurations[0], broker.topics["warm"])
+        await bare(run, broker, broker.topics["bare-warm"])
     for i in range(ROUNDS):
         # Each round starts with the other broker: the one measured second works while the
         # first still settles its own burst (flushes, the receiver's fetches).
         for broker in brokers if i % 2 == 0 else brokers[::-1]:
-            figures = await broker.burst(f"burst{i}")
-            figures["bare_rows_per_s"] = await broker.bare(f"bare{i}")
-            broker.rounds.append(figures)
+            order = broker.configurations if i % 2 == 0 else broker.configurations[::-1]
+            for configuration in order:
+                figures = await burst(
+                    run, broker, configuration, broker.topics[f"{configuration.name}{i}"]
+                )
+                broker.rounds.setdefault(configuration.name, []).append(figures)
+                dropped = "; SPANS DROPPED (the span queue was full)"
+                print(
+                    f"round {i + 1}, {broker.label}, {configuration.name}: relay "
+                    f"{figures['relay_rows_per_s']:.0f} rows/s"
+                    + (dropped if figures["spans_dropped"] else ""),
+                    flush=True,
+                )
+            broker.bare_rounds.append(await bare(run, broker, broker.topics[f"bare{i}"]))
             print(
-                f"round {i + 1}, {broker.label}: relay {figures['relay_rows_per_s']:.0f} rows/s, "
-                f"bare {figures['bare_rows_per_s']:.0f} rows/s"
+                f"round {i + 1}, {broker.label}: bare {broker.bare_rounds[-1]:.0f} rows/s",
+                flush=True,
             )
 
 
-async def summary(broker: Broker) -> dict[str, float]:
-    def median(name: str) -> float:
-        return statistics.median(r[name] for r in broker.rounds)
+async def summary(run: Run, broker: Broker, configuration: Configuration) -> dict[str, Any]:
+    rounds = broker.rounds[configuration.name]
 
-    steady_p99 = await broker.steady()
+    def median(name: str) -> float:
+        return statistics.median(r[name] for r in rounds)
+
+    steady_p99 = await steady(run, broker, configuration)
+    bare_rate = statistics.median(broker.bare_rounds)
     result = {
         "relay_rows_per_s": round(median("relay_rows_per_s"), 1),
-        "bare_rows_per_s": round(median("bare_rows_per_s"), 1),
-        "ratio": round(median("relay_rows_per_s") / median("bare_rows_per_s"), 3),
+        "bare_rows_per_s": round(bare_rate, 1),
+        "ratio": round(median("relay_rows_per_s") / bare_rate, 3),
         "p50_ms": round(median("p50_ms"), 1),
         "p99_ms": round(median("p99_ms"), 1),
         "p99_ms_at_1000_rows_per_s": round(steady_p99, 1),
+        "spans_dropped": any(r["spans_dropped"] for r in rounds),
     }
     print(
-        f"{broker.label}: medians of {ROUNDS} rounds of {BURST_ROWS} rows: "
-        f"relay {result['relay_rows_per_s']} rows/s, "
-        f"bare producer {result['bare_rows_per_s']} rows/s, ratio {result['ratio']}; "
-        f"burst commit-to-consume p50 {result['p50_ms']} ms, p99 {result['p99_ms']} ms; "
-        f"steady {STEADY_RATE} rows/s for {STEADY_SECONDS}s: p99 {steady_p99:.1f} ms"
+        f"{broker.label}, {configuration.name} ({configuration.says}): medians of {ROUNDS} "
+        f"rounds of {BURST_ROWS} rows: relay {result['relay_rows_per_s']} rows/s, "
+        f"bare producer {result['bare_rows_per_s']} rows/s, ratio {result['ratio']} "
+        f"(target >= 0.5); burst commit-to-consume p50 {result['p50_ms']} ms, p99 "
+        f"{result['p99_ms']} ms; steady {STEADY_RATE} rows/s for {STEADY_SECONDS}s: p99 "
+        f"{steady_p99:.1f} ms"
     )
     return result
 
@@ -324,25 +451,46 @@ async def main() -> None:
         f"brokers: {SECURED} (the platform's: SASL/SCRAM-SHA-512, the StandardAuthorizer) "
         f"and {OPEN} (the same settings without authentication or ACLs, started for this run)"
     )
-    async with (
-        open_broker() as open_bootstrap,
-        prepared(SECURED, infra.kafka_bootstrap, True, infra.pg_admin_dsn) as secured,
-        prepared(OPEN, open_bootstrap, False, infra.pg_admin_dsn) as without_security,
-    ):
-        await measure([secured, without_security])
-        result = await summary(secured)
-        without = await summary(without_security)
+    admin = infra.pg_admin_dsn
+    with tempfile.TemporaryDirectory(prefix="bench-relay-") as logs:
+        async with (
+            running_collector(Path(logs)) as collector,
+            open_broker() as open_bootstrap,
+            prepared(SECURED, infra.kafka_bootstrap, True, admin, (PLATFORM, STRIPPED)) as secured,
+            prepared(OPEN, open_bootstrap, False, admin, (STRIPPED,)) as without_security,
+        ):
+            run = Run(Path(logs), collector)
+            await measure(run, [secured, without_security])
+            result = await summary(run, secured, PLATFORM)
+            stripped = await summary(run, secured, STRIPPED)
+            without = await summary(run, without_security, STRIPPED)
+            exported = SERVICE_NAME in await asyncio.to_thread(collector.services)
     ratios = {
-        f"{key}_ratio_on_off": round(result[key] / without[key], 3)
+        f"{key}_ratio_on_off": round(stripped[key] / without[key], 3)
         for key in ("relay_rows_per_s", "bare_rows_per_s")
         if without[key]
     }
+    to_stripped = round(result["relay_rows_per_s"] / stripped["relay_rows_per_s"], 3)
     print(
-        f"boundary on/off: relay rows/s x{ratios.get('relay_rows_per_s_ratio_on_off')}, "
+        f"relay rows/s, platform over stripped: x{to_stripped}; Jaeger received the relay's "
+        f"spans: {'yes' if exported else 'NO'}"
+    )
+    print(
+        f"boundary on/off (stripped relay): relay rows/s "
+        f"x{ratios.get('relay_rows_per_s_ratio_on_off')}, "
         f"bare producer x{ratios.get('bare_rows_per_s_ratio_on_off')}"
     )
-    print(json.dumps({**result, "without_boundary": without, **ratios}))
+    line = {
+        **result,
+        "configuration": PLATFORM.name,
+        "traces_exported": exported,
+        "stripped": stripped,
+        "relay_rows_per_s_ratio_platform_to_stripped": to_stripped,
+        "without_boundary": without,
+        **ratios,
+    }
+    print(json.dumps(line))
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    run_event_loop(main())

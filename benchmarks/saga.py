@@ -34,13 +34,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import math
 import os
 import signal
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -54,6 +53,7 @@ from aiokafka.structs import TopicPartition
 
 from benchmarks import cpu
 from benchmarks.booking import measure_pgbench
+from benchmarks.configuration import deviations
 from benchmarks.customers import (
     Customer,
     Pace,
@@ -70,7 +70,7 @@ from benchmarks.customers import (
     open_loop,
     run_saga,
 )
-from servicekit.config import PLAINTEXT_SETTING
+from benchmarks.stats import percentile
 from servicekit.kafka_access import client_security
 from tests.gateway.api import OPS, Api
 from tests.support.infrastructure import (
@@ -100,15 +100,6 @@ THIS_PROCESS = "customers (this process)"
 
 
 # Pure figures, tested in tests/benchmarks
-
-
-def percentile(values: Sequence[float], share: float) -> float:
-    """The nearest-rank percentile: the smallest value with at least `share` of them at or
-    below it; 0 for no values."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
 
 
 @dataclass(frozen=True)
@@ -584,23 +575,6 @@ async def _measure(infra: Infrastructure) -> Outcome:
                     infra, platform, customers, sandboxes, SlotSupply(slots), Pace(POLL_S), tally
                 )
                 return await _loops(bench)
-
-
-def deviations(env: dict[str, str]) -> list[str]:
-    """What in the platform's environment would run it otherwise than `make up` does."""
-    found = []
-    if env.get(PLAINTEXT_SETTING):
-        found.append(f"{PLAINTEXT_SETTING} is set: no mutual TLS")
-    if env.get("OTEL_TRACES_EXPORTER", "").strip().lower() != "otlp":
-        found.append("OTEL_TRACES_EXPORTER is not otlp: no trace export")
-    if env.get("OTEL_DB_SPANS", "off").strip().lower() not in ("", "off"):
-        found.append("OTEL_DB_SPANS is on: database spans, which make up leaves off")
-    if env.get("LOG_LEVEL", "INFO").strip().upper() not in ("", "INFO"):
-        found.append("LOG_LEVEL is not INFO")
-    found += [
-        f"{p.upper()}_TLS_DIR is empty" for p in PARTS[:5] if not env.get(f"{p.upper()}_TLS_DIR")
-    ]
-    return found
 
 
 def _platform_line() -> str:

@@ -1,5 +1,5 @@
 """The pure parts of make bench-gateway's open-loop loads: the schedule, latencies counted
-from the due time, the percentiles, the driver not waiting for answers, what the gateway
+from the due time, the driver not waiting for answers, what the gateway
 adds, and the lean HTTP client against a local server. No platform; no figures asserted."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import asyncio
 import pytest
 
 from benchmarks.gateway_open import LOADS, HttpClient, open_summary
-from benchmarks.open_loop import Answer, OpenLoopRun, open_loop, percentile, schedule
+from benchmarks.open_loop import Answer, OpenLoopRun, open_loop, schedule
 
 
 def test_the_schedule_is_one_request_every_one_over_the_rate_seconds() -> None:
@@ -18,15 +18,6 @@ def test_the_schedule_is_one_request_every_one_over_the_rate_seconds() -> None:
     assert len(schedule(20.0, 20.0)) == 400
     assert schedule(0.0, 10.0) == []
     assert schedule(20.0, 0.0) == []
-
-
-def test_percentile_is_the_nearest_rank_of_the_values_in_any_order() -> None:
-    values = [float(v) for v in range(100, 0, -1)]
-    assert percentile(values, 0.5) == 50.0
-    assert percentile(values, 0.99) == 99.0
-    assert percentile([3.0, 1.0], 0.5) == 1.0
-    assert percentile([7.0], 0.99) == 7.0
-    assert percentile([], 0.5) == 0.0
 
 
 def test_latency_counts_from_the_due_time_not_from_the_late_send() -> None:

@@ -25,7 +25,7 @@ from benchmarks.customers import (
     set_at,
     slot_window,
 )
-from benchmarks.saga import Load, deviations, figures, percentile, summary
+from benchmarks.saga import Load, figures, summary
 from tests.gateway.api import Api, Org
 
 SLOT = Slot("slot-1", "door-1", "2030-01-01T10:00:00Z", "2030-01-01T10:01:00Z")
@@ -39,15 +39,6 @@ def _saga(due: float, ended: float = 0.0, failed: str = "", slot: Slot = SLOT) -
     saga = Saga(0, slot, due=due, posted=due, ended=ended, failed_step=failed)
     saga.pin_seen = ended
     return saga
-
-
-def test_percentile_is_the_nearest_rank_of_the_values_in_any_order() -> None:
-    values = [float(v) for v in range(100, 0, -1)]
-    assert percentile(values, 0.5) == 50.0
-    assert percentile(values, 0.99) == 99.0
-    assert percentile(values, 1.0) == 100.0
-    assert percentile([7.0], 0.99) == 7.0
-    assert percentile([], 0.5) == 0.0
 
 
 def test_arrivals_are_due_every_one_over_the_rate_seconds_for_the_duration() -> None:
@@ -221,25 +212,6 @@ def _sandboxes(codes: list[dict[str, Any]] | None = None) -> Sandboxes:
     lock_client = httpx.AsyncClient(base_url="http://lock", transport=httpx.MockTransport(lock))
     other = httpx.AsyncClient(base_url="http://other", transport=httpx.MockTransport(nothing))
     return Sandboxes(other, "http://other", lock_client, other)
-
-
-def test_a_platform_configured_otherwise_than_make_up_is_refused_with_the_reason() -> None:
-    as_make_up = {"OTEL_TRACES_EXPORTER": "otlp", "OTEL_DB_SPANS": "off"} | {
-        f"{part}_TLS_DIR": f"/tls/{part}"
-        for part in ("BOOKING", "PAYMENT", "ACCESS", "NOTIFY", "GATEWAY")
-    }
-    assert deviations(as_make_up) == []
-    otherwise = as_make_up | {
-        "LIFTFIT_GRPC_PLAINTEXT": "for-measurement-only",
-        "NOTIFY_TLS_DIR": "",
-    }
-    assert deviations(otherwise) == [
-        "LIFTFIT_GRPC_PLAINTEXT is set: no mutual TLS",
-        "NOTIFY_TLS_DIR is empty",
-    ]
-    assert deviations(as_make_up | {"OTEL_TRACES_EXPORTER": "none"}) == [
-        "OTEL_TRACES_EXPORTER is not otlp: no trace export"
-    ]
 
 
 async def test_the_audit_finds_a_lost_answer_s_booking_and_judges_expired_and_stuck_ones() -> None:

@@ -159,8 +159,7 @@ class ServiceProcess:
     async def wait_serving(self, within: float = 30.0) -> float:
         """Seconds from the spawn to SERVING on Health/Watch; fails if the process exits."""
         process = self._running()
-        plaintext = self.env.get(config.PLAINTEXT_SETTING) == config.PLAINTEXT_VALUE
-        async with HealthWatch(self.grpc_target, plaintext) as watch:
+        async with HealthWatch(*self._health_target()) as watch:
             serving = asyncio.create_task(watch.until(SERVING, within))
             exited = asyncio.create_task(_exit_of(process))
             try:
@@ -179,6 +178,15 @@ class ServiceProcess:
             except AssertionError as error:
                 raise AssertionError(f"{error}\n{self.tail()}") from None
         return seconds
+
+    def _health_target(self) -> tuple[str, bool]:
+        """Where its health is watched, and whether in plaintext: its own health address
+        when it has one (the kubelet's probe, plaintext), so that replicas sharing one gRPC
+        port each answer for themselves; else its gRPC address."""
+        own = self.env.get(f"{self.name.upper()}_HEALTH_ADDRESS")
+        if own:
+            return own, True
+        return self.grpc_target, self.env.get(config.PLAINTEXT_SETTING) == config.PLAINTEXT_VALUE
 
     async def restart(self, within: float = 30.0) -> float:
         """Starts the process again as `make up` would; seconds until it is SERVING."""
