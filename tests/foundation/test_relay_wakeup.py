@@ -18,6 +18,7 @@ from tests.foundation.harness import (
     start_consumer,
     start_relay,
 )
+from tests.support.infrastructure import start_postgres, stop_postgres
 
 # Long enough that the relay's statements are counted over many of its old 50 ms polls.
 IDLE_WINDOW_S = 5.0
@@ -80,19 +81,25 @@ async def test_a_row_committed_while_the_relay_is_idle_is_published_at_once(pair
     assert max(latencies) < FALLBACK_WAIT_S / 2, latencies
 
 
+async def _listening(relay: RunningRelay, not_on: int | None = None) -> int:
+    """Waits until the relay listens, on another backend than `not_on`; returns its pid."""
+    listener = relay.relay.listener
+
+    async def listening() -> bool:
+        return listener.listening and listener.backend_pid not in (None, not_on)
+
+    await eventually(listening, 30)
+    assert listener.backend_pid is not None
+    return listener.backend_pid
+
+
 async def test_rows_are_published_while_the_listener_is_cut_and_it_listens_again(
     pair: Pair,
 ) -> None:
     relay = await start_relay(pair.producer, pair.bootstrap)
-    listener = relay.relay.listener
     consumer = await start_consumer(pair.consumer, pair.bootstrap, pair.topic, "g-cut")
     try:
-
-        async def listening() -> bool:
-            return listener.listening and listener.backend_pid is not None
-
-        await eventually(listening, 30)
-        cut = listener.backend_pid
+        cut = await _listening(relay)
         async with pair.producer.sessions() as session:
             await session.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": cut})
         ids = await append_events(pair.producer, pair.topic, [f"c{i}" for i in range(20)])
@@ -101,11 +108,7 @@ async def test_rows_are_published_while_the_listener_is_cut_and_it_listens_again
             return await pair.consumer.applied_count() == len(ids)
 
         await eventually(all_applied)
-
-        async def listening_again() -> bool:
-            return listener.listening and listener.backend_pid not in (None, cut)
-
-        await eventually(listening_again)
+        await _listening(relay, not_on=cut)
         await append_events(pair.producer, pair.topic, ["after the cut"])
 
         async def applied_after() -> bool:
@@ -116,3 +119,33 @@ async def test_rows_are_published_while_the_listener_is_cut_and_it_listens_again
         await relay.stop()
         await consumer.stop()
     assert (await pair.producer.outbox_states())["dispatched"] == len(ids) + 1
+
+
+async def test_rows_committed_as_the_database_comes_back_are_published_and_it_listens_again(
+    pair: Pair,
+) -> None:
+    relay = await start_relay(pair.producer, pair.bootstrap)
+    consumer = await start_consumer(pair.consumer, pair.bootstrap, pair.topic, "g-restart")
+    try:
+        before = await _listening(relay)
+        await asyncio.to_thread(stop_postgres)
+        try:
+
+            async def deaf() -> bool:
+                return not relay.relay.listener.listening
+
+            await eventually(deaf)
+        finally:
+            await asyncio.to_thread(start_postgres)
+        await pair.producer.engine.dispose()  # the test's own pooled sessions died too
+        await pair.consumer.engine.dispose()
+        ids = await append_events(pair.producer, pair.topic, [f"r{i}" for i in range(20)])
+
+        async def all_applied() -> bool:
+            return await pair.consumer.applied_count() == len(ids)
+
+        await eventually(all_applied, 60)
+        await _listening(relay, not_on=before)
+    finally:
+        await relay.stop()
+        await consumer.stop()
