@@ -5,6 +5,8 @@ once, and a lost listening connection delays nothing for long."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 
 from sqlalchemy import text
 
@@ -34,6 +36,20 @@ async def _commits(side: Side) -> int:
         return int((await session.execute(query)).scalar_one())
 
 
+@contextlib.asynccontextmanager
+async def _relaying(
+    pair: Pair, group: str, idle_wait_s: float = 0.05
+) -> AsyncIterator[RunningRelay]:
+    """A relay of the producer's outbox and a consumer of its topic, both stopped after."""
+    relay = await start_relay(pair.producer, pair.bootstrap, idle_wait_s=idle_wait_s)
+    consumer = await start_consumer(pair.consumer, pair.bootstrap, pair.topic, group)
+    try:
+        yield relay
+    finally:
+        await relay.stop()
+        await consumer.stop()
+
+
 async def _leading(relay: RunningRelay) -> None:
     async def leads() -> bool:
         return relay.relay.lease.held
@@ -59,10 +75,8 @@ async def test_an_idle_relay_asks_the_database_a_few_times_a_second_not_two_doze
 
 async def test_a_row_committed_while_the_relay_is_idle_is_published_at_once(pair: Pair) -> None:
     # Polling alone would find the rows after 30 s: only the notification can be in time.
-    relay = await start_relay(pair.producer, pair.bootstrap, idle_wait_s=30.0)
-    consumer = await start_consumer(pair.consumer, pair.bootstrap, pair.topic, "g-wakeup")
     latencies = []
-    try:
+    async with _relaying(pair, "g-wakeup", idle_wait_s=30.0) as relay:
         await _leading(relay)
         for i in range(5):
             await asyncio.sleep(TRICKLE_GAP_S)
@@ -74,9 +88,6 @@ async def test_a_row_committed_while_the_relay_is_idle_is_published_at_once(pair
 
             await eventually(consumed, 5 * FALLBACK_WAIT_S)
             latencies.append(asyncio.get_running_loop().time() - committed)
-    finally:
-        await relay.stop()
-        await consumer.stop()
     # Each would have a fair chance under the fallback's second; all five, hardly any.
     assert max(latencies) < FALLBACK_WAIT_S / 2, latencies
 
@@ -93,40 +104,34 @@ async def _listening(relay: RunningRelay, not_on: int | None = None) -> int:
     return listener.backend_pid
 
 
+async def _commit_and_see_consumed(pair: Pair, note: str, count: int, within: float = 30) -> None:
+    """Commits `count` rows, one transaction each, and waits until the consumer applied them."""
+    already = await pair.consumer.applied_count()
+    await append_events(pair.producer, pair.topic, [f"{note} {i}" for i in range(count)])
+
+    async def consumed() -> bool:
+        return await pair.consumer.applied_count() == already + count
+
+    await eventually(consumed, within)
+
+
 async def test_rows_are_published_while_the_listener_is_cut_and_it_listens_again(
     pair: Pair,
 ) -> None:
-    relay = await start_relay(pair.producer, pair.bootstrap)
-    consumer = await start_consumer(pair.consumer, pair.bootstrap, pair.topic, "g-cut")
-    try:
+    async with _relaying(pair, "g-cut") as relay:
         cut = await _listening(relay)
         async with pair.producer.sessions() as session:
             await session.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": cut})
-        ids = await append_events(pair.producer, pair.topic, [f"c{i}" for i in range(20)])
-
-        async def all_applied() -> bool:
-            return await pair.consumer.applied_count() == len(ids)
-
-        await eventually(all_applied)
+        await _commit_and_see_consumed(pair, "while cut", 20)
         await _listening(relay, not_on=cut)
-        await append_events(pair.producer, pair.topic, ["after the cut"])
-
-        async def applied_after() -> bool:
-            return await pair.consumer.applied_count() == len(ids) + 1
-
-        await eventually(applied_after)
-    finally:
-        await relay.stop()
-        await consumer.stop()
-    assert (await pair.producer.outbox_states())["dispatched"] == len(ids) + 1
+        await _commit_and_see_consumed(pair, "after the cut", 1)
+    assert (await pair.producer.outbox_states())["dispatched"] == 21
 
 
 async def test_rows_committed_as_the_database_comes_back_are_published_and_it_listens_again(
     pair: Pair,
 ) -> None:
-    relay = await start_relay(pair.producer, pair.bootstrap)
-    consumer = await start_consumer(pair.consumer, pair.bootstrap, pair.topic, "g-restart")
-    try:
+    async with _relaying(pair, "g-restart") as relay:
         before = await _listening(relay)
         await asyncio.to_thread(stop_postgres)
         try:
@@ -139,13 +144,5 @@ async def test_rows_committed_as_the_database_comes_back_are_published_and_it_li
             await asyncio.to_thread(start_postgres)
         await pair.producer.engine.dispose()  # the test's own pooled sessions died too
         await pair.consumer.engine.dispose()
-        ids = await append_events(pair.producer, pair.topic, [f"r{i}" for i in range(20)])
-
-        async def all_applied() -> bool:
-            return await pair.consumer.applied_count() == len(ids)
-
-        await eventually(all_applied, 60)
+        await _commit_and_see_consumed(pair, "as it comes back", 20, within=60)
         await _listening(relay, not_on=before)
-    finally:
-        await relay.stop()
-        await consumer.stop()
