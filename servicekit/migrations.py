@@ -19,9 +19,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import import_module
 
-from alembic import command, context
+from alembic import command, context, op
 from alembic.config import Config
 from sqlalchemy import MetaData, create_engine, pool, text
+
+from servicekit.schema import announce_commits, stop_announcing_commits
 
 # One migrator at a time per database: two processes upgrading at once would collide.
 _MIGRATION_LOCK = 424242
@@ -94,6 +96,19 @@ def grant_runtime_role(url: str, role: str) -> None:
                 connection.execute(text(statement))
     finally:
         engine.dispose()
+
+
+def announce_outbox_commits() -> None:
+    """A revision's upgrade: the outbox tells its relay of committed rows
+    (servicekit.schema.announce_commits); the same in every service."""
+    for statement in announce_commits("outbox"):
+        op.execute(statement)
+
+
+def stop_announcing_outbox_commits() -> None:
+    """The downgrade of announce_outbox_commits."""
+    for statement in stop_announcing_commits("outbox"):
+        op.execute(statement)
 
 
 def run_environment() -> None:

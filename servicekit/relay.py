@@ -19,6 +19,10 @@ A row the broker did not acknowledge is judged by whose fault it was:
   broker does not have. The row spends an attempt, is retried with backoff, and is marked
   failed after the bound, visible to operators.
 The producer is connected by the relay's own worker, so a service starts without Kafka.
+
+The leading relay learns of committed rows from the outbox's notifications
+(servicekit.outbox_listener) and polls only as a fallback: every `fallback_wait_s` while
+it listens, every `idle_wait_s` (the old 50 ms) while the listening connection is down.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from servicekit.kafka import ProducerLink, broker_answers, producer_broken
 from servicekit.leadership import Lease
 from servicekit.metrics.counters import RELAY_FAILURES, RELAY_PUBLISHED
 from servicekit.outage import OutageLog
+from servicekit.outbox_listener import OutboxListener
 from servicekit.partitions import partition_for
 from servicekit.retry import RetryPolicy
 from servicekit.schema import DISPATCHED, FAILED, PENDING
@@ -50,6 +55,11 @@ from servicekit.supervision import pause
 log = logging.getLogger(__name__)
 AfterAck = Callable[[Sequence[Row[Any]]], Awaitable[None]]
 HELPER_LANE_REST_S = 0.5
+# How long a listening relay waits for a notification before it asks anyway. Rows no
+# notification announces are found this late: a refused row whose retry came due, a row an
+# operator set pending again, a row committed while the listener was reconnecting. Idle, it
+# is one question a second where polling asked 24.
+FALLBACK_WAIT_S = 1.0
 
 
 class BrokerUnavailable(RuntimeError):
@@ -85,6 +95,7 @@ class OutboxRelay:
         batch_size: int = 1000,
         idle_wait_s: float = 0.05,
         partial_wait_s: float = 0.05,
+        fallback_wait_s: float = FALLBACK_WAIT_S,
         after_broker_ack: AfterAck | None = None,
         lanes: int = 3,
     ) -> None:
@@ -96,6 +107,7 @@ class OutboxRelay:
         self._batch_size = batch_size
         self._idle_wait_s = idle_wait_s
         self._partial_wait_s = partial_wait_s
+        self._fallback_wait_s = fallback_wait_s
         # Fault injection for tests: runs between the broker's ack and the row's update.
         self._after_broker_ack = after_broker_ack
         self._engine = sessions.kw["bind"]
@@ -104,6 +116,7 @@ class OutboxRelay:
         self._refused_sql = _refused_sql(outbox.name)
         self._found_rows = False  # by the last claim of any lane
         self.lease = Lease(self._engine, f"relay of {outbox.name}")
+        self.listener = OutboxListener(self._engine, outbox.name)
 
     async def run(self, stopping: asyncio.Event) -> None:
         """Publishes while this replica leads the service's relay (servicekit.leadership),
@@ -117,7 +130,12 @@ class OutboxRelay:
         await self.lease.lead(stopping, self._lanes_until)
 
     async def _lanes_until(self, until: asyncio.Event) -> None:
-        await asyncio.gather(*(self._lane(until, first=i == 0) for i in range(self._lanes)))
+        listening = asyncio.create_task(self.listener.listen(until))
+        try:
+            await asyncio.gather(*(self._lane(until, first=i == 0) for i in range(self._lanes)))
+        finally:
+            listening.cancel()  # it may be waiting for a notification
+            await asyncio.gather(listening, return_exceptions=True)
 
     async def _lane(self, stopping: asyncio.Event, first: bool) -> None:
         backoff = self._policy.base_delay_s
@@ -126,7 +144,7 @@ class OutboxRelay:
             if self._link.current is None and await self._link.connect(stopping) is None:
                 return  # stopping while the broker was down
             try:
-                published = await self.relay_batch()
+                published = await self.relay_batch(ask=first or not self.listener.listening)
                 backoff = self._policy.base_delay_s
                 outage.succeeded()
             except (BrokerUnavailable, DBAPIError, OSError) as error:
@@ -134,29 +152,40 @@ class OutboxRelay:
                 await pause(stopping, backoff)
                 backoff = min(backoff * 2, 5.0)
                 continue
-            if published < self._batch_size:
+            if published == 0 and first:
+                await self.listener.committed_or(stopping, self._wait_for_commits())
+            elif published < self._batch_size:
                 await pause(stopping, self._rest_after(published, first))
+
+    def _wait_for_commits(self) -> float:
+        """How long the first lane, having found nothing, waits for a notification."""
+        return self._fallback_wait_s if self.listener.listening else self._idle_wait_s
 
     def _rest_after(self, published: int, first: bool) -> float:
         """How long a lane rests after a batch that was not full.
 
         Caught up, rows are let gather for a moment: claiming a row or two per round trip
         cost as much CPU as the checkouts that wrote them (86 checkouts/s with the relay
-        spinning, 161 without it). Only the first lane follows a trickle; the others rest
-        longer and find full batches when they wake if a backlog has built up.
+        spinning, 161 without it). Only the first lane follows a trickle (woken by the
+        outbox's notifications once it found nothing); the others rest longer and find
+        full batches when they wake if a backlog has built up.
         """
         rest = self._idle_wait_s if published == 0 else self._partial_wait_s
         return rest if first else max(rest, HELPER_LANE_REST_S)
 
-    async def relay_batch(self) -> int:
+    async def relay_batch(self, ask: bool = True) -> int:
         """Publishes one batch of due rows; returns how many the broker acknowledged.
+
+        Unless the last claim found rows, the lane asks first whether any are due; a
+        helper lane of a listening relay does not ask (`ask`), and claims only while the
+        claims find rows: a backlog, which the first lane's full batches reveal.
 
         The transaction runs on a driver connection (servicekit.driver_pool) in two round
         trips: BEGIN with the claim, and the marks with COMMIT. Under a checkout load a
         lane finds a few dozen rows a batch, and an ORM session's begin, commit and
         greenlet crossings around them cost more than publishing the rows.
         """
-        if not self._found_rows and not await self._anything_due():
+        if not self._found_rows and not (ask and await self._anything_due()):
             return 0
         async with driver_sql.transaction(self._engine) as session:
             rows = await self._claim(session)

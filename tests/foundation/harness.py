@@ -180,7 +180,11 @@ class RunningRelay:
 
 
 async def start_relay(
-    side: Side, bootstrap: str, policy: RetryPolicy | None = None, batch_size: int = 500
+    side: Side,
+    bootstrap: str,
+    policy: RetryPolicy | None = None,
+    batch_size: int = 500,
+    idle_wait_s: float = 0.05,
 ) -> RunningRelay:
     producer = kafka.make_producer(bootstrap, f"relay-{uuid.uuid4().hex[:6]}")
     await producer.start()
@@ -190,6 +194,7 @@ async def start_relay(
         kafka.ProducerLink.of(producer),
         policy=policy or RetryPolicy(max_attempts=3, base_delay_s=0.05, max_delay_s=0.2),
         batch_size=batch_size,
+        idle_wait_s=idle_wait_s,
     )
     stopping = asyncio.Event()
     return RunningRelay(relay, producer, asyncio.create_task(relay.run(stopping)), stopping)

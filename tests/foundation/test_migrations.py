@@ -65,3 +65,23 @@ def test_a_database_at_a_revision_the_code_does_not_know_is_refused_plainly(
         assert "0123456789ab" in said
     finally:
         drop_database(infra.pg_admin_dsn, name)
+
+
+@pytest.mark.parametrize("service", SERVICES)
+def test_the_outbox_of_every_service_announces_its_commits_to_the_relay(
+    service_database: Callable[[str], str], service: str
+) -> None:
+    url = service_database(service).replace("postgresql+psycopg://", "postgresql://", 1)
+    with (
+        psycopg.connect(url, autocommit=True) as listening,
+        psycopg.connect(url, autocommit=True) as writing,
+    ):
+        listening.execute('LISTEN "outbox"')
+        with writing.transaction():  # two rows, one commit: one notification
+            for _ in range(2):
+                writing.execute(
+                    "INSERT INTO outbox (effect_id, topic, key, event_type, payload, headers)"
+                    " VALUES (gen_random_uuid(), 't', 'k', 'e', '\\x00', '{}')"
+                )
+        heard = list(listening.notifies(timeout=5, stop_after=1))
+    assert [n.channel for n in heard] == ["outbox"]
