@@ -9,7 +9,10 @@ in a temporary PLATFORM_STATE_DIR), the gateway in development mode. Through the
 gateway's operator API: a studio, its slots, an organisation and a member, and one booking
 to read. Then, in each of BENCH_ROUNDS rounds:
 
-1. wrk, 32 connections on 2 threads, for BENCH_SECONDS: `GET /v1/orgs/{org}/bookings/{id}`;
+1. wrk, 32 connections on 2 threads, for BENCH_SECONDS: `GET /v1/orgs/{org}/bookings/{id}`,
+   through the platform's gateway (which answers a booking it read lately from memory:
+   decision 0008) and, beside it, through a second gateway process that keeps nothing
+   (GATEWAY_BOOKING_CACHE_MS=0), so every GET asks the services: what a first read costs;
 2. ghz, 32 concurrent clients: BENCH_GETS of the booking service's GetBooking of it;
 3. wrk, for BENCH_SECONDS: `POST /v1/orgs/{org}/bookings`, each request a fresh
    Idempotency-Key and a free slot, by card (benchmarks/gateway.lua);
@@ -55,6 +58,7 @@ from benchmarks import gateway_open
 from benchmarks.booking import ghz_credentials
 from benchmarks.open_loop import OpenLoopRun, schedule
 from benchmarks.stats import percentile
+from tests.support.gateway_process import gateway_process, replica_settings
 from tests.support.infrastructure import REPO_ROOT, Infrastructure, ensure_infrastructure
 from tests.support.platform import Platform, started_platform
 from tests.support.sandboxes import free_port
@@ -277,7 +281,33 @@ async def with_cpu(platform: Platform, load: Awaitable[Load], front: int | None 
     )
 
 
-LOADS = ("gateway_get", "floor_get", "direct_get", "gateway_post", "direct_post")
+LOADS = (
+    "gateway_get",
+    "uncached_get",
+    "floor_get",
+    "direct_get",
+    "gateway_post",
+    "direct_post",
+)
+
+
+@contextlib.asynccontextmanager
+async def uncached_gateway(platform: Platform, state: Path) -> AsyncIterator[tuple[str, int]]:
+    """A second gateway process on the same services and database that keeps no booking
+    (GATEWAY_BOOKING_CACHE_MS=0): its URL and pid."""
+    env = replica_settings(platform.env, GATEWAY_BOOKING_CACHE_MS="0")
+    async with gateway_process(env, state / "uncached-gateway.log") as gateway:
+        yield gateway.url, gateway.pid
+
+
+async def _listening(url: str) -> None:
+    async with httpx.AsyncClient(timeout=1) as client:
+        for _ in range(300):
+            try:
+                await client.get(f"{url}/healthz")
+                return
+            except httpx.HTTPError:  # not listening yet
+                await asyncio.sleep(0.1)
 
 
 @contextlib.asynccontextmanager
@@ -295,13 +325,7 @@ async def floor(platform: Platform) -> AsyncIterator[tuple[str, int]]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        async with httpx.AsyncClient(timeout=1) as client:
-            for _ in range(300):
-                try:
-                    await client.get(f"{url}/healthz")
-                    break
-                except httpx.HTTPError:  # not listening yet
-                    await asyncio.sleep(0.1)
+        await _listening(url)
         yield url, process.pid
     finally:
         process.kill()
@@ -329,10 +353,17 @@ async def one_round(platform: Platform, catalogue: Catalogue, number: int) -> di
             floor_get = await with_cpu(
                 platform, wrk(f"{floor_url}/v1/orgs/{org}/bookings/{booking}", "get"), floor_pid
             )
+        async with uncached_gateway(platform, platform.state) as (uncached_url, uncached_pid):
+            uncached_get = await with_cpu(
+                platform,
+                wrk(f"{uncached_url}/v1/orgs/{org}/bookings/{booking}", "get"),
+                uncached_pid,
+            )
         return {
             "gateway_get": await with_cpu(
                 platform, wrk(f"{platform.gateway}/v1/orgs/{org}/bookings/{booking}", "get")
             ),
+            "uncached_get": uncached_get,
             "floor_get": floor_get,
             "direct_get": await with_cpu(
                 platform,
@@ -395,6 +426,7 @@ def _median(rounds: list[dict[str, Load]], load: str, figure: str) -> float:
 def summarise(rounds: list[dict[str, Load]]) -> dict[str, float | int]:
     what = {
         "gateway_get": f"gateway GET a booking (wrk, {CONNECTIONS} connections, {THREADS} threads)",
+        "uncached_get": "a gateway that keeps no booking: each GET asks the services (wrk)",
         "floor_get": "the floor: uvicorn, httptools, one GetBooking, nothing else (wrk)",
         "direct_get": f"booking GetBooking over gRPC (ghz, {CONNECTIONS} clients)",
         "gateway_post": "gateway POST a card checkout (wrk, fresh key, free slot)",
@@ -441,6 +473,8 @@ def _acceptance(summary: dict[str, float | int]) -> dict[str, float | int]:
         "get_booking_cpu_ratio_to_direct": ratio(
             "gateway_get_booking_cpu_ms", "direct_get_booking_cpu_ms"
         ),
+        "get_uncached_gateway_cpu_ms": summary["uncached_get_gateway_cpu_ms"],
+        "get_uncached_ratio_to_floor": ratio("uncached_get_per_s", "floor_get_per_s"),
         "post_gateway_cpu_ms": summary["gateway_post_gateway_cpu_ms"],
         "post_ratio_to_direct": ratio("gateway_post_per_s", "direct_post_per_s"),
     }

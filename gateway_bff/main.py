@@ -12,6 +12,8 @@ import uvicorn
 from fastapi import FastAPI
 
 from gateway_bff.app import create_app
+from gateway_bff.booking_cache import BookingCache
+from gateway_bff.booking_changes import BookingChanges, consumer_factory
 from gateway_bff.identity import Authenticator
 from gateway_bff.limits import Limits
 from gateway_bff.parts import Parts
@@ -20,6 +22,7 @@ from gateway_bff.store.directory import Directory
 from gateway_bff.traces import Traces
 from gateway_bff.upstream import Services
 from servicekit.db import make_engine, make_session_factory
+from servicekit.kafka_access import client_security
 from servicekit.lag import ConsumerLag, LagSettings
 from servicekit.metrics.endpoint import registry_with
 from servicekit.metrics.probes import lag_probe
@@ -36,6 +39,11 @@ def bootstrap(settings: Settings, identity: Authenticator) -> FastAPI:
     lag = ConsumerLag(LagSettings(settings.kafka_bootstrap, settings.topic_prefix, groups))
     # Every group's lag, read from the broker: seen even while a consumer's process is stopped.
     gauges = SampledGauges([lag_probe(lag)])
+    bookings = BookingCache(ttl_s=settings.booking_cache_ms / 1000)
+    changes = BookingChanges(
+        consumer_factory(settings.kafka_bootstrap, settings.topic_prefix, client_security()),
+        bookings,
+    )
     parts = Parts(
         services=Services(settings.service_addresses, settings.tls_dir, settings.deadline_s),
         directory=Directory(make_session_factory(engine)),
@@ -45,6 +53,7 @@ def bootstrap(settings: Settings, identity: Authenticator) -> FastAPI:
         traces=Traces(settings.traces_url, settings.deadline_s),
         drift=settings.drift,
         limits=Limits(settings.limits),
+        bookings=bookings,
     )
 
     @contextlib.asynccontextmanager
@@ -52,11 +61,15 @@ def bootstrap(settings: Settings, identity: Authenticator) -> FastAPI:
         await parts.directory.ensure_operators(settings.operators)
         stopping = asyncio.Event()
         sampler = asyncio.create_task(gauges.run(stopping))
+        workers = [sampler]
+        if bookings.enabled:
+            workers.append(asyncio.create_task(changes.run(stopping)))
+        app.state.booking_changes = changes
         try:
             yield
         finally:
             stopping.set()
-            await sampler
+            await asyncio.gather(*workers)
             await gauges.close()  # the lag's broker clients, which the ops routes share
             await parts.services.close()
             await parts.traces.aclose()

@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import Header, Request
 from prometheus_client import CollectorRegistry
 
+from gateway_bff.booking_cache import BookingCache
 from gateway_bff.drift import DriftBounds
 from gateway_bff.identity import Authenticator
 from gateway_bff.limits import Limits
@@ -31,6 +32,8 @@ class Parts:
     traces: Traces  # Jaeger's query API, for the operators' console
     drift: DriftBounds = field(default_factory=DriftBounds)  # when a missing step is drift
     limits: Limits = field(default_factory=Limits)  # this process's rate limits
+    # Bookings read lately (decision 0008); none kept unless bootstrap() says for how long.
+    bookings: BookingCache = field(default_factory=lambda: BookingCache(ttl_s=0))
 
 
 def parts_of(request: Request) -> Parts:

@@ -16,6 +16,8 @@ GATEWAY_DRIFT_CREDENTIAL_AFTER_SECONDS (an active door code for a booking not co
 GATEWAY_TRUSTED_PROXIES (the addresses or networks of the proxies in front of the gateway,
 comma-separated: only a request from one of them may name the client's address in
 `X-Forwarded-For`; unset, no one may, and the rate limits by address count the peer).
+GATEWAY_BOOKING_CACHE_MS (how long a booking read from the services may be answered again
+from memory, 1000; 0 keeps none: decision 0008).
 Identity settings are read by gateway_bff.identity, the rate limits' by
 gateway_bff.limits.
 """
@@ -48,6 +50,7 @@ class Settings:
     drift: DriftBounds = field(default_factory=DriftBounds)
     limits: LimitSettings = field(default_factory=LimitSettings)
     trusted_proxies: tuple[str, ...] = ()
+    booking_cache_ms: int = 1000
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -73,6 +76,7 @@ class Settings:
             ),
             limits=LimitSettings.from_env(),
             trusted_proxies=_networks("GATEWAY_TRUSTED_PROXIES"),
+            booking_cache_ms=config.integer("GATEWAY_BOOKING_CACHE_MS", 1000, minimum=0),
         )
 
 

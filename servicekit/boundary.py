@@ -26,6 +26,7 @@ class KafkaGrants:
     reads: tuple[str, ...] = ()
     group: str | None = None
     describes: bool = False
+    follows: tuple[str, ...] = ()  # read with no group: no offsets, no dead letters
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,8 @@ class Principal:
             rules.append(KafkaRule("topic", dead_letters, ("Write", "Describe")))
         if grants.reads and grants.group:
             rules.append(KafkaRule("group", prefix + grants.group, ("Read", "Describe")))
+        for topic in grants.follows:
+            rules.append(KafkaRule("topic", prefix + topic, ("Read", "Describe")))
         if grants.describes:
             # A literal "*" is Kafka's wildcard: every topic and every group.
             rules.append(KafkaRule("topic", "*", ("Describe",)))
@@ -118,7 +121,7 @@ def _principal(name: str, entry: dict[str, Any]) -> Principal:
 
 
 def _kafka(name: str, entry: dict[str, Any]) -> KafkaGrants:
-    unknown = set(entry) - {"writes", "reads", "group", "describes"}
+    unknown = set(entry) - {"writes", "reads", "group", "describes", "follows"}
     if unknown:
         raise BoundaryError(f"{name}.kafka: unknown keys {sorted(unknown)}")
     reads = tuple(entry.get("reads", ()))
@@ -129,6 +132,7 @@ def _kafka(name: str, entry: dict[str, Any]) -> KafkaGrants:
         reads=reads,
         group=entry.get("group"),
         describes=bool(entry.get("describes", False)),
+        follows=tuple(entry.get("follows", ())),
     )
 
 

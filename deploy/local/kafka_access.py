@@ -46,7 +46,7 @@ OPERATIONS = {
 
 
 def with_kafka(table: dict[str, Principal]) -> list[Principal]:
-    return [p for p in table.values() if p.kafka.writes or p.kafka.reads or p.kafka.describes]
+    return [p for p in table.values() if p.kafka_rules()]
 
 
 def acls(principal: Principal, prefix: str) -> list[ACL]:

@@ -13,13 +13,15 @@ import logging
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from liftfit.access.v1 import access_pb2 as apb
 from liftfit.booking.v1 import booking_pb2 as bpb
 from liftfit.booking.v1 import events_pb2 as bev
 from liftfit.payment.v1 import payment_pb2 as ppb
+from prometheus_client import Counter
 
 from gateway_bff import bodies, resources
+from gateway_bff.booking_cache import Kept
 from gateway_bff.docs import ANSWERS, answer
 from gateway_bff.edge import caller_of
 from gateway_bff.limits import refusal
@@ -28,6 +30,12 @@ from gateway_bff.problems import Problem
 from gateway_bff.store.directory import Member
 
 log = logging.getLogger(__name__)
+READS = Counter(
+    "liftfit_gateway_booking_reads_total",
+    "Answers to GET a booking, by where they came from: this gateway's memory of bookings "
+    "read lately, or the services (decision 0008)",
+    ["answered_from"],
+)
 router = APIRouter(prefix="/v1/orgs/{org_id}", tags=["bookings"])
 Key = Annotated[str, Depends(idempotency_key)]
 _BOOKING = {"org_id": "$request.path.org_id", "booking_id": "$response.body#/booking_id"}
@@ -91,10 +99,32 @@ async def list_bookings(org_id: str, request: Request) -> JSONResponse:
     responses={**ANSWERS.member_read(), **answer(200, "The booking", **_FOLLOW)},
     operation_id="getBooking",
 )
-async def get_booking(org_id: str, booking_id: str, request: Request) -> JSONResponse:
+async def get_booking(org_id: str, booking_id: str, request: Request) -> Response:
+    """Answered from what this gateway read lately when it can (decision 0008); `Age`
+    says how many whole seconds ago the services were asked."""
     parts = parts_of(request)
-    found = await read_booking(parts, org_id, booking_id)
-    return JSONResponse(await booking_resource(parts, found))
+    cache = parts.bookings
+    kept = cache.get(org_id, booking_id)
+    if kept is None:
+        kept = await _read_and_keep(parts, org_id, booking_id)
+        READS.labels("services").inc()
+    else:
+        READS.labels("memory").inc()
+    age = str(int(kept.age_s(cache.now())))
+    return Response(kept.body, media_type="application/json", headers={"Age": age})
+
+
+async def _read_and_keep(parts: Parts, org_id: str, booking_id: str) -> Kept:
+    cache = parts.bookings
+    reading = cache.start_reading(booking_id)
+    try:
+        found = await read_booking(parts, org_id, booking_id)
+        body = bytes(JSONResponse(await booking_resource(parts, found)).body)
+    except BaseException:
+        cache.finish_reading(reading, None, None)  # nothing to keep; the reading ends
+        raise
+    cache.finish_reading(reading, org_id, body)
+    return Kept(org_id, body, reading.started_at)
 
 
 @router.post(
@@ -115,6 +145,7 @@ async def cancel_booking(
     )
     services = parts.services
     reply = await services["booking"].write(services.booking.CancelBooking, cancel, member.user)
+    parts.bookings.forget(booking_id)  # this replica's next read is the services' own
     return await _answer(parts, reply, 200, strict=False)
 
 
@@ -137,6 +168,7 @@ async def reschedule_booking(
     )
     services = parts.services
     reply = await services["booking"].write(services.booking.RescheduleBooking, move, member.user)
+    parts.bookings.forget(booking_id)  # this replica's next read is the services' own
     return await _answer(parts, reply, 200, strict=False)
 
 

@@ -77,3 +77,14 @@ def test_only_the_gateway_may_speak_for_users() -> None:
 def test_a_table_that_cannot_be_meant_is_refused_by_name(table: str, named: str) -> None:
     with pytest.raises(BoundaryError, match=named.replace("[", r"\[").replace("]", r"\]")):
         principals(table)
+
+
+def test_the_gateway_follows_the_events_about_bookings_reading_only() -> None:
+    """No group, no dead letters, no write: what its booking cache needs, nothing more."""
+    assert principals()["gateway"].kafka_rules("t1.") == [
+        KafkaRule("topic", "t1.booking.events", ("Read", "Describe")),
+        KafkaRule("topic", "t1.payment.events", ("Read", "Describe")),
+        KafkaRule("topic", "t1.access.events", ("Read", "Describe")),
+        KafkaRule("topic", "*", ("Describe",)),
+        KafkaRule("group", "*", ("Describe",)),
+    ]

@@ -6,12 +6,8 @@ development mode."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
-import os
-import signal
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -25,9 +21,8 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from tests.gateway.api import Api
-from tests.support.platform import REPO, Platform
-from tests.support.sandboxes import free_port
-from tests.support.waiting import eventually
+from tests.support.gateway_process import gateway_process, replica_settings
+from tests.support.platform import Platform
 
 ISSUER = "https://issuer.liftfit.test"
 AUDIENCE = "liftfit-gateway"
@@ -67,39 +62,16 @@ async def issuer_and_gateway(
     jwks.write_text(
         json.dumps({"keys": [{**public, "kid": issuer.kid, "alg": "RS256", "use": "sig"}]})
     )
-    address = f"127.0.0.1:{free_port()}"
-    env = {
-        **platform.env,
-        "GATEWAY_ADDRESS": address,
-        "GATEWAY_IDENTITY": "jwt",
-        "GATEWAY_JWT_ISSUER": ISSUER,
-        "GATEWAY_JWT_AUDIENCE": AUDIENCE,
-        "GATEWAY_JWT_JWKS_FILE": str(jwks),
-        "GATEWAY_OPERATORS": "",
-    }
+    env = replica_settings(
+        platform.env,
+        GATEWAY_IDENTITY="jwt",
+        GATEWAY_JWT_ISSUER=ISSUER,
+        GATEWAY_JWT_AUDIENCE=AUDIENCE,
+        GATEWAY_JWT_JWKS_FILE=str(jwks),
+    )
     log = Path(tmp_path_factory.mktemp("jwt-gateway")) / "gateway.log"
-    with log.open("wb") as out:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "gateway_bff", cwd=REPO, env=env, stdout=out, stderr=out
-        )
-    url = f"http://{address}"
-    try:
-
-        async def alive() -> bool:
-            if process.returncode is not None:
-                raise AssertionError(log.read_text())
-            try:
-                async with httpx.AsyncClient(timeout=1) as client:
-                    return (await client.get(f"{url}/healthz")).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        await eventually(alive, 60, every=0.2)
-        yield issuer, url
-    finally:
-        if process.returncode is None:
-            os.kill(process.pid, signal.SIGKILL)
-            await process.wait()
+    async with gateway_process(env, log) as gateway:
+        yield issuer, gateway.url
 
 
 async def test_a_good_token_speaks_for_its_subject_and_bad_ones_are_401(

@@ -35,6 +35,7 @@ def _claiming_paid(provider_payment_id: str) -> bytes:
 
 
 async def _pending_card_booking(api: Api) -> tuple[Org, str, str]:
+    """A card booking whose payment is open: its organisation, id and checkout URL."""
     studio, org = await api.studio(1), await api.org()
     booked = await api.book(org, studio.slot(0), mode="card")
     assert booked.status_code == 201, booked.text
@@ -46,7 +47,12 @@ async def _pending_card_booking(api: Api) -> tuple[Org, str, str]:
         return payment["checkout_url"] if payment else None
 
     url = await eventually(checkout_url, 60)
-    return org, booking_id, url.rstrip("/").rsplit("/", 1)[1]
+    return org, booking_id, url
+
+
+def _provider_id(checkout_url: str) -> str:
+    """The card gateway's id of the payment: the last part of its checkout URL."""
+    return checkout_url.rstrip("/").rsplit("/", 1)[1]
 
 
 async def _booking(api: Api, org: Org, booking_id: str) -> dict[str, Any]:
@@ -58,7 +64,8 @@ async def _booking(api: Api, org: Org, booking_id: str) -> dict[str, Any]:
 async def test_a_bad_or_stale_signature_is_400_invalid_signature_and_changes_nothing(
     api: Api, platform: Platform
 ) -> None:
-    org, booking_id, provider_id = await _pending_card_booking(api)
+    org, booking_id, checkout_url = await _pending_card_booking(api)
+    provider_id = _provider_id(checkout_url)
     body = _claiming_paid(provider_id)
     secret = platform.env["CARD_GATEWAY_WEBHOOK_SECRETS"].split(",")[0]
     now = int(time.time())
@@ -84,7 +91,8 @@ async def test_a_bad_or_stale_signature_is_400_invalid_signature_and_changes_not
 async def test_a_well_signed_lie_changes_nothing_the_card_gateway_does_not_confirm(
     api: Api, platform: Platform
 ) -> None:
-    org, booking_id, provider_id = await _pending_card_booking(api)
+    org, booking_id, checkout_url = await _pending_card_booking(api)
+    provider_id = _provider_id(checkout_url)
     body = _claiming_paid(provider_id)
     secret = platform.env["CARD_GATEWAY_WEBHOOK_SECRETS"].split(",")[0]
     answer = await api.call(

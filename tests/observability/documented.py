@@ -33,5 +33,7 @@ DOCUMENTED = {
         "liftfit_http_request_duration_seconds",
         "liftfit_http_rate_limited_total",
         "liftfit_consumer_lag_messages",
+        "liftfit_gateway_booking_reads_total",
+        "liftfit_gateway_booking_changes_total",
     ),
 }

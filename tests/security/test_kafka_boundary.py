@@ -137,3 +137,42 @@ async def test_no_service_can_move_another_groups_offsets(
             await consumer.commit({partition: 1000})
     finally:
         await consumer.stop()
+
+
+async def test_the_gateway_follows_booking_events_but_cannot_write_them_or_read_notifys(
+    infra: Infrastructure, prefix: str
+) -> None:
+    """Its booking cache hears changes by reading the events about bookings with no group
+    (gateway_bff.booking_changes); that grant is a read, of those topics only."""
+    writer = AIOKafkaProducer(
+        bootstrap_servers=infra.kafka_bootstrap, enable_idempotence=True, **_as("booking")
+    )
+    await writer.start()
+    try:
+        sent = await writer.send_and_wait(prefix + "booking.events", b"x", key=b"k")
+    finally:
+        await writer.stop()
+    follower = AIOKafkaConsumer(
+        bootstrap_servers=infra.kafka_bootstrap, group_id=None, **_as("gateway")
+    )
+    await follower.start()
+    try:
+        partition = TopicPartition(prefix + "booking.events", sent.partition)
+        follower.assign([partition])
+        follower.seek(partition, sent.offset)
+        record = await follower.getone()
+        assert (record.key, record.value) == (b"k", b"x")
+        other = TopicPartition(prefix + "notify.events", 0)
+        follower.assign([other])
+        follower.seek(other, 0)
+        with pytest.raises(TopicAuthorizationFailedError):
+            await follower.getmany(other, timeout_ms=5000)
+    finally:
+        await follower.stop()
+    producer = AIOKafkaProducer(bootstrap_servers=infra.kafka_bootstrap, **_as("gateway"))
+    await producer.start()
+    try:
+        with pytest.raises(TopicAuthorizationFailedError):
+            await producer.send_and_wait(prefix + "booking.events", b"forged")
+    finally:
+        await producer.stop()
