@@ -224,12 +224,16 @@ class OutboxRelay:
         # batches them per partition, which is where the throughput comes from.
         counts = _PartitionCounts(producer)
         deliveries: list[Any] = []
-        for row in rows:
-            try:
-                partition = counts.partition_for(row.topic, row.key.encode())
-                deliveries.append(await _send(producer, row, partition))
-            except Exception as error:  # refused before it was queued (too large, say)
-                deliveries.append(_failed(error))
+        span = tracing.publish_span([r.topic for r in rows], [r.traceparent or "" for r in rows])
+        try:
+            for row in rows:
+                try:
+                    partition = counts.partition_for(row.topic, row.key.encode())
+                    deliveries.append(await _send(producer, row, partition))
+                except Exception as error:  # refused before it was queued (too large, say)
+                    deliveries.append(_failed(error))
+        finally:
+            span.end()
         results = [await _outcome_of(delivery) for delivery in deliveries]
         return await self._classify(producer, rows, results)
 
@@ -371,28 +375,24 @@ def _count(rows: Sequence[Row[Any]], results: list[Any]) -> None:
         RELAY_FAILURES.labels(topic).inc(n)
 
 
-def _carrier(row: Row[Any]) -> dict[str, str]:
+def _trace_headers(row: Row[Any]) -> list[tuple[str, bytes]]:
     """The W3C trace context stored with the row, without empty entries."""
     pairs = (("traceparent", row.traceparent), ("tracestate", row.tracestate))
-    return {name: value for name, value in pairs if value}
+    return [(name, value.encode()) for name, value in pairs if value]
 
 
 async def _send(producer: AIOKafkaProducer, row: Row[Any], partition: int | None) -> Any:
-    """Queues the row's record as part of the trace its row was written in: the produce
-    span is a child of the row's context, and the record carries the span's own."""
-    span, trace_headers = tracing.produce_span(row.topic, _carrier(row), row.effect_id, partition)
+    """Queues the row's record. It carries the trace context its row was written in, so
+    the consumer's work continues that trace (the batch's span: tracing.publish_span)."""
     headers = [
         ("event-id", row.effect_id.encode()),
         ("event-type", row.event_type.encode()),
         ("dispatch-generation", str(row.dispatch_generation).encode()),
-        *trace_headers,
+        *_trace_headers(row),
     ]
-    try:
-        return await producer.send(
-            row.topic, value=row.payload, key=row.key.encode(), partition=partition, headers=headers
-        )
-    finally:
-        span.end()
+    return await producer.send(
+        row.topic, value=row.payload, key=row.key.encode(), partition=partition, headers=headers
+    )
 
 
 async def _outcome_of(delivery: asyncio.Future[Any]) -> Any:

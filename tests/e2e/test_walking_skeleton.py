@@ -136,16 +136,19 @@ async def test_one_trace_follows_the_checkout_from_the_grpc_call_to_the_payment_
     in_trace = [s for s in spans if s.context.trace_id == trace_id]
     kinds = {(s.kind, s.name) for s in in_trace}
     assert (SpanKind.SERVER, "/liftfit.booking.v1.BookingService/Checkout") in kinds
-    produced = {
-        s.context.span_id
-        for s in in_trace
-        if (s.kind, s.name) == (SpanKind.PRODUCER, f"{topic} send")
-    }
+    # The record carries the context booking wrote its row in: payment's consume span is a
+    # child of a span of the checkout in this trace, and the relay's batch span links to it.
+    written = {s.context.span_id for s in in_trace if s.kind != SpanKind.CONSUMER}
     consumers = [
         s for s in in_trace if s.kind == SpanKind.CONSUMER and s.name == f"consume {topic}"
     ]
     payment = [s for s in consumers if (s.attributes or {}).get("consumer") == "payment"]
-    assert payment and all(s.parent and s.parent.span_id in produced for s in payment)
+    assert payment and all(s.parent and s.parent.span_id in written for s in payment)
+    published = [
+        s for s in finished() if (s.kind, s.name) == (SpanKind.PRODUCER, f"{topic} publish")
+    ]
+    linked = {link.context.span_id for s in published for link in s.links}
+    assert {s.parent.span_id for s in payment if s.parent} <= linked
     assert booking.trace_id in ("", format(trace_id, "032x"))
 
 

@@ -227,9 +227,9 @@ async def test_leader_moves_and_request_timeouts_spend_no_attempt_of_a_row(pair:
 async def test_a_relayed_record_continues_the_trace_its_row_was_written_in_with_one_header(
     pair: Pair, span_exporter: InMemorySpanExporter
 ) -> None:
-    """The relay makes the produce span (servicekit.tracing.produce_span), a child of the
-    row's context, and puts its context in the record: one traceparent, not the row's
-    beside it."""
+    """The record carries its row's own context, one traceparent, so a consumer continues
+    the change that wrote the row; the batch's publish span (servicekit.tracing.
+    publish_span), a trace of its own, links to it."""
     with trace.get_tracer("tests").start_as_current_span("the change") as change:
         await append_events(pair.producer, pair.topic, ["traced"])
     relay = await start_relay(pair.producer, pair.bootstrap)
@@ -238,10 +238,15 @@ async def test_a_relayed_record_continues_the_trace_its_row_was_written_in_with_
     headers = [value.decode() for name, value in record.headers if name == "traceparent"]
     assert len(headers) == 1, record.headers
     _, trace_id, parent_id, _ = headers[0].split("-")
-    [produced] = [s for s in span_exporter.get_finished_spans() if s.name == f"{pair.topic} send"]
     assert int(trace_id, 16) == change.get_span_context().trace_id
-    assert produced.parent and produced.parent.span_id == change.get_span_context().span_id
-    assert int(parent_id, 16) == produced.context.span_id
+    assert int(parent_id, 16) == change.get_span_context().span_id
+    [published] = [
+        s for s in span_exporter.get_finished_spans() if s.name == f"{pair.topic} publish"
+    ]
+    assert published.parent is None
+    linked = [link.context.span_id for link in published.links]
+    assert linked == [change.get_span_context().span_id]
+    assert (published.attributes or {})["messaging.batch.message_count"] == 1
 
 
 async def _lease_holder(pair: Pair) -> int | None:
