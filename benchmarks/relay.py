@@ -14,7 +14,7 @@ two configurations, each once in every round, the order turned every round:
 
 - **platform**: tracing configured as a service's process configures it, every trace
   sampled and exported over OTLP to a Jaeger started for the run (benchmarks/jaeger.py):
-  one produce span per row. Its figures are the JSON line's own keys.
+  one publish span per batch, linked to each row. Its figures are the JSON line's own keys.
 - **stripped**: no tracing configured at all, what this benchmark measured before; under
   `stripped`.
 
@@ -79,7 +79,7 @@ SERVICE_NAME = "bench-relay"  # the relay process's service.name in its spans
 PLATFORM = Configuration(
     "platform",
     "tracing as a service's process has it: every trace sampled and exported over OTLP "
-    "to Jaeger, one produce span per row",
+    "to Jaeger, one publish span per batch, linked to each row",
     platform=True,
 )
 STRIPPED = Configuration(
@@ -130,7 +130,7 @@ class Receiver:
 @contextlib.contextmanager
 def in_a_trace_of_its_own() -> Iterator[None]:
     """A sampled trace context of its own, current for the block: the one a row is written
-    in when a request causes it, and the relay's produce span continues."""
+    in when a request causes it, and the relay's publish span links to it."""
     context = SpanContext(
         trace_id=random.getrandbits(128),
         span_id=random.getrandbits(64),

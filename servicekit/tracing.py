@@ -235,8 +235,8 @@ def publish_span(topics: Sequence[str], traceparents: Sequence[str]) -> trace.Sp
 
     One span a batch rather than one a record: a record's span (started, its context
     injected into the headers, encoded and exported) cost the relay about 90 µs of CPU,
-    more than the rest of publishing the row (docs/performance.md, "Relay and card
-    checkout").
+    more than the rest of publishing the row (docs/performance.md, "The platform's
+    configuration and the stripped one").
     """
     named = sorted(set(topics))
     attributes: dict[str, str | int] = {
