@@ -59,7 +59,6 @@ class BookingChanges:
         self._make_consumer = make_consumer
         self._cache = cache
         self._broker = OutageLog(log, "the booking cache's listener: the broker")
-        self.attached = asyncio.Event()  # set while it reads; tests wait on it
 
     async def run(self, stopping: asyncio.Event) -> None:
         while not stopping.is_set():
@@ -72,7 +71,6 @@ class BookingChanges:
             except Exception:  # it must not die: a dead listener would leave only the TTL
                 log.exception("the booking cache's listener failed; attaching again")
             finally:
-                self.attached.clear()
                 with contextlib.suppress(Exception):
                     await consumer.stop()
             await pause(stopping, RECONNECT_WAIT_S)
@@ -82,7 +80,6 @@ class BookingChanges:
             return
         self._cache.forget_all()  # what changed before it was positioned went unheard
         self._broker.succeeded()
-        self.attached.set()
         while not stopping.is_set():
             batches = await consumer.getmany(timeout_ms=500, max_records=1000)
             for records in batches.values():

@@ -61,15 +61,17 @@ def bootstrap(settings: Settings, identity: Authenticator) -> FastAPI:
         await parts.directory.ensure_operators(settings.operators)
         stopping = asyncio.Event()
         sampler = asyncio.create_task(gauges.run(stopping))
-        workers = [sampler]
-        if bookings.enabled:
-            workers.append(asyncio.create_task(changes.run(stopping)))
-        app.state.booking_changes = changes
+        listener = asyncio.create_task(changes.run(stopping)) if bookings.enabled else None
         try:
             yield
         finally:
             stopping.set()
-            await asyncio.gather(*workers)
+            await sampler
+            if listener is not None:
+                # Cancelled, not awaited to its end: a start against a broker that does not
+                # answer would hold the shutdown for the client's whole request time-out.
+                listener.cancel()
+                await asyncio.gather(listener, return_exceptions=True)
             await gauges.close()  # the lag's broker clients, which the ops routes share
             await parts.services.close()
             await parts.traces.aclose()

@@ -7,7 +7,9 @@ minutes: within that, only the change it hears can make it answer a booking's ne
 
 from __future__ import annotations
 
+import asyncio
 import re
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -17,11 +19,12 @@ import httpx
 import pytest
 
 from gateway_bff.booking_cache import BookingCache
-from gateway_bff.booking_changes import BookingChanges
+from gateway_bff.booking_changes import BookingChanges, consumer_factory
 from tests.gateway.api import Api, Org
 from tests.gateway.test_journey import _pay
 from tests.gateway.test_notifications import _pending_card_booking
 from tests.support.gateway_process import gateway_process, replica_settings
+from tests.support.infrastructure import as_principal
 from tests.support.platform import Platform
 from tests.support.waiting import eventually
 
@@ -89,3 +92,25 @@ def test_a_key_that_names_no_booking_forgets_nothing_and_stops_nothing() -> None
     assert cache.get("org-a", kept) is not None
     changes.hear([SimpleNamespace(key=kept.encode(), value=None, headers=None)])
     assert cache.get("org-a", kept) is None
+
+
+async def test_the_listener_forgets_everything_once_it_attaches(platform: Platform) -> None:
+    """Changes made while it was away went unheard: what was kept before goes."""
+    cache = BookingCache(ttl_s=600.0)
+    kept = str(uuid.uuid4())
+    cache.finish_reading(cache.start_reading(kept), "org-a", b"kept while away")
+    make = consumer_factory(
+        platform.env["KAFKA_BOOTSTRAP"], platform.env["TOPIC_PREFIX"], as_principal("gateway")
+    )
+    stopping = asyncio.Event()
+    listening = asyncio.create_task(BookingChanges(make, cache).run(stopping))
+    try:
+
+        async def forgotten() -> bool:
+            assert not listening.done(), listening
+            return len(cache) == 0
+
+        await eventually(forgotten, 30, every=0.1)
+    finally:
+        stopping.set()
+        await asyncio.wait_for(listening, 10)
