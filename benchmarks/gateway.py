@@ -292,11 +292,11 @@ LOADS = (
 
 
 @contextlib.asynccontextmanager
-async def uncached_gateway(platform: Platform, state: Path) -> AsyncIterator[tuple[str, int]]:
+async def uncached_gateway(platform: Platform) -> AsyncIterator[tuple[str, int]]:
     """A second gateway process on the same services and database that keeps no booking
     (GATEWAY_BOOKING_CACHE_MS=0): its URL and pid."""
     env = replica_settings(platform.env, GATEWAY_BOOKING_CACHE_MS="0")
-    async with gateway_process(env, state / "uncached-gateway.log") as gateway:
+    async with gateway_process(env, platform.state / "uncached-gateway.log") as gateway:
         yield gateway.url, gateway.pid
 
 
@@ -353,7 +353,7 @@ async def one_round(platform: Platform, catalogue: Catalogue, number: int) -> di
             floor_get = await with_cpu(
                 platform, wrk(f"{floor_url}/v1/orgs/{org}/bookings/{booking}", "get"), floor_pid
             )
-        async with uncached_gateway(platform, platform.state) as (uncached_url, uncached_pid):
+        async with uncached_gateway(platform) as (uncached_url, uncached_pid):
             uncached_get = await with_cpu(
                 platform,
                 wrk(f"{uncached_url}/v1/orgs/{org}/bookings/{booking}", "get"),

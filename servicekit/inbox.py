@@ -270,7 +270,7 @@ class Inbox:
     ) -> None:
         topic = f"{delivery.topic}.dlq"
         # The copy continues this trace: its produce span's context replaces the original's.
-        span, trace_headers = tracing.produce_span(topic, None, _event_id_of(delivery), None)
+        span, trace_headers = tracing.produce_span(topic, _event_id_of(delivery))
         headers = [*_copied_headers(delivery), ("parked-reason", reason.encode()), *trace_headers]
         try:
             value, key = delivery.value, delivery.key

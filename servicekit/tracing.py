@@ -4,7 +4,8 @@ The spans come from OpenTelemetry's instrumentation packages, installed here onc
 every process: gRPC channels (`client_interceptors`, used by servicekit.grpc_server),
 aiokafka's consumer, httpx (the provider clients) and, when `OTEL_DB_SPANS=on`, psycopg.
 The gateway adds FastAPI's. A gRPC server's spans are servicekit.grpc_spans', and a
-record's produce span is `produce_span`'s, both cheaper than the instrumentation's own.
+relay's publish span per batch is `publish_span`'s and a dead-letter copy's produce span
+`produce_span`'s, all cheaper than the instrumentation's own.
 
 The exporter is chosen by the standard OTEL_TRACES_EXPORTER variable (otlp, console or
 none; none by default so a laptop run needs no collector; `make up` exports OTLP to
@@ -145,7 +146,7 @@ def _provider(
 def _instrument_libraries(resource: Resource, processor: SpanProcessor | None) -> None:
     polls_dropped = _provider(resource, processor, ParentBased(root=_NoPollRoots()), main=False)
     AIOKafkaInstrumentor().instrument(tracer_provider=polls_dropped)
-    # Records are sent with servicekit's own produce span (produce_span); the
+    # Records are sent with servicekit's own spans (publish_span, produce_span); the
     # instrumentation keeps the consumers' spans.
     unwrap(AIOKafkaProducer, "send")
     HTTPXClientInstrumentor().instrument()
@@ -199,28 +200,21 @@ _PRODUCING = {
 }
 
 
-def produce_span(
-    topic: str, parent: Mapping[str, str] | None, message_id: str, partition: int | None
-) -> tuple[trace.Span, list[tuple[str, bytes]]]:
-    """Starts the span of sending one record, a child of the context `parent` names (the
-    current one when None), and returns it with the record's trace headers, which carry
-    the span's own context; the caller ends it once the record is queued.
+def produce_span(topic: str, message_id: str) -> tuple[trace.Span, list[tuple[str, bytes]]]:
+    """Starts the span of sending one record (a dead-letter copy), a child of the current
+    context, and returns it with the record's trace headers, which carry the span's own
+    context; the caller ends it once the record is queued. The relay's records have one
+    span per batch instead (publish_span).
 
     Made here rather than by aiokafka's instrumentation, which set nine attributes one
-    by one, serialised the bootstrap list and awaited a hook for every record: 85-90 µs of
-    the relay's CPU per row, as much as the rest of publishing it.
+    by one, serialised the bootstrap list and awaited a hook for every record.
     """
     attributes: dict[str, str | int] = {
         **_PRODUCING,
         "messaging.destination.name": topic,
         "messaging.message.id": message_id,
     }
-    if partition is not None:
-        attributes["messaging.destination.partition.id"] = str(partition)
-    context = context_from(parent) if parent is not None else None
-    span = _producing.start_span(
-        f"{topic} send", context=context, kind=SpanKind.PRODUCER, attributes=attributes
-    )
+    span = _producing.start_span(f"{topic} send", kind=SpanKind.PRODUCER, attributes=attributes)
     carrier: dict[str, str] = {}
     propagate.inject(carrier, context=trace.set_span_in_context(span))
     return span, [(name, value.encode()) for name, value in carrier.items()]
