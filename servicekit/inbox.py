@@ -23,13 +23,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
 from google.protobuf.message import Message
 from liftfit.events.v1.envelope_pb2 import EventEnvelope
 from opentelemetry.trace import SpanKind
-from sqlalchemy import Table, func, select, update
+from sqlalchemy import Table, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -74,6 +76,7 @@ class Inbox:
         self.name = consumer_name
         self._sessions = sessions
         self._inbox = inbox
+        self._sql = _MarkerSql.of(inbox)
         self._handlers = handlers
         self._dead_letters = dead_letters
         self._policy = policy or RetryPolicy(max_attempts=5, base_delay_s=0.2, max_delay_s=5)
@@ -167,13 +170,8 @@ class Inbox:
             return "processed"
 
     async def _lock_marker(self, session: AsyncSession, event_id: str) -> Any:
-        t = self._inbox.c
-        query = (
-            select(t.state, t.dispatch_generation, t.attempts)
-            .where(t.consumer == self.name, t.event_id == event_id)
-            .with_for_update()
-        )
-        return (await session.execute(query)).one_or_none()
+        params = {"consumer": self.name, "event_id": event_id}
+        return await driver_sql.fetch_one(session, self._sql.lock, params)
 
     async def _write_marker(
         self,
@@ -183,23 +181,13 @@ class Inbox:
         marker: Any,
         values: dict[str, Any],
     ) -> None:
+        key = {"consumer": self.name, "event_id": event_id}
         if marker is None:
-            await session.execute(
-                self._inbox.insert().values(
-                    consumer=self.name,
-                    event_id=event_id,
-                    event_type=event_type,
-                    attempts=1,
-                    **values,
-                )
-            )
+            params = {**key, "event_type": event_type, "attempts": 1, **values}
+            await driver_sql.execute(session, self._sql.insert, params)
             return
-        t = self._inbox.c
-        await session.execute(
-            update(self._inbox)
-            .where(t.consumer == self.name, t.event_id == event_id)
-            .values(attempts=t.attempts + 1, **values)
-        )
+        params = {**key, "attempts": marker.attempts + 1, **values}
+        await driver_sql.execute(session, self._sql.update, params)
 
     async def _marker_exists(self, event_id: str) -> bool:
         async with self._sessions() as session:
@@ -317,6 +305,39 @@ def _event_id_of(delivery: Delivery) -> str:
     return delivery.placeholder_id
 
 
+@dataclass(frozen=True)
+class _MarkerSql:
+    """The marker's statements, on the driver: through SQLAlchemy they cost several times
+    the driver's CPU, and every delivery applied runs two of them (servicekit.driver_sql)."""
+
+    lock: str
+    insert: str
+    update: str
+
+    @classmethod
+    def of(cls, inbox: Table) -> _MarkerSql:
+        key = ("consumer", "event_id")
+        written = (*_MARKER_COLUMNS, "attempts")
+        return cls(
+            lock=driver_sql.select_sql(inbox, _LOCKED_COLUMNS, key, for_update=True),
+            insert=driver_sql.insert_sql(inbox, (*key, "event_type", *written)),
+            update=driver_sql.update_sql(inbox, written, key),
+        )
+
+
+_LOCKED_COLUMNS = ("state", "dispatch_generation", "attempts")
+_MARKER_COLUMNS = (
+    "state",
+    "dispatch_generation",
+    "last_error",
+    "topic",
+    "partition",
+    "offset",
+    "processed_at",
+    "payload",
+)
+
+
 def _marker_values(
     delivery: Delivery, generation: int, state: str, reason: str | None
 ) -> dict[str, Any]:
@@ -327,7 +348,7 @@ def _marker_values(
         "topic": delivery.topic,
         "partition": delivery.partition,
         "offset": delivery.offset,
-        "processed_at": func.now(),
+        "processed_at": datetime.now(UTC),
         # Kept for a parked message, so an operator can see what failed.
         "payload": delivery.value if state == FAILED else None,
     }

@@ -32,7 +32,7 @@ from datetime import datetime
 from typing import Any
 
 from opentelemetry.trace import SpanKind
-from sqlalchemy import Table, func, select, update
+from sqlalchemy import Table, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from servicekit import driver_sql, logs, tracing
@@ -76,6 +76,13 @@ class Timers:
     def __init__(self, table: Table) -> None:
         self.table = table
         self._insert = driver_sql.insert_sql(table, self._COLUMNS)
+        pending = (
+            f"WHERE kind = %(kind)s AND aggregate_id = %(aggregate_id)s AND state = '{PENDING}'"
+        )
+        self._pending = f'SELECT 1 FROM "{table.name}" {pending} LIMIT 1'
+        self._cancel = (
+            f"UPDATE \"{table.name}\" SET state = '{CANCELLED}' {pending} RETURNING timer_id"
+        )
 
     async def schedule(
         self,
@@ -101,20 +108,12 @@ class Timers:
         return timer_id
 
     async def has_pending(self, session: AsyncSession, kind: str, aggregate_id: str) -> bool:
-        t = self.table.c
-        query = select(t.timer_id).where(
-            t.kind == kind, t.aggregate_id == aggregate_id, t.state == PENDING
-        )
-        return (await session.execute(query.limit(1))).first() is not None
+        params = {"kind": kind, "aggregate_id": aggregate_id}
+        return await driver_sql.fetch_one(session, self._pending, params) is not None
 
     async def cancel(self, session: AsyncSession, kind: str, aggregate_id: str) -> int:
-        t = self.table.c
-        result = await session.execute(
-            update(self.table)
-            .where(t.kind == kind, t.aggregate_id == aggregate_id, t.state == PENDING)
-            .values(state=CANCELLED)
-        )
-        return int(getattr(result, "rowcount", 0) or 0)
+        params = {"kind": kind, "aggregate_id": aggregate_id}
+        return len(await driver_sql.fetch_all(session, self._cancel, params))
 
 
 class TimerRunner:
@@ -149,6 +148,7 @@ class TimerRunner:
         self._tracer = tracing.tracer("servicekit.timers")
         self._database = OutageLog(log, f"timers of {table.name}: the database")
         self._claim_sql = _claim_sql(table.name)
+        self._fired_sql = _fired_sql(table.name)
         self._running: set[asyncio.Task[None]] = set()
 
     async def run(self, stopping: asyncio.Event) -> None:
@@ -224,8 +224,8 @@ class TimerRunner:
         outbound = self._outbound.get(timer.kind)
         if outbound is not None:
             await outbound(timer)
-            async with self._sessions() as session, session.begin():
-                await self._mark_fired(session, timer)
+            # A statement that is a transaction by itself: no session around it.
+            await driver_sql.alone(self._sessions.kw["bind"], self._fired_sql, _lease_of(timer))
             return
         handler = self._handlers.get(timer.kind)
         if handler is None:
@@ -235,12 +235,7 @@ class TimerRunner:
             await self._mark_fired(session, timer)
 
     async def _mark_fired(self, session: AsyncSession, timer: DueTimer) -> None:
-        t = self._table.c
-        await session.execute(
-            update(self._table)
-            .where(t.timer_id == timer.timer_id, t.lease_token == timer.lease)
-            .values(state=FIRED, fired_at=func.now(), leased_until=None)
-        )
+        await driver_sql.fetch_all(session, self._fired_sql, _lease_of(timer))
 
     async def _postpone(self, timer: DueTimer, error: BaseException) -> None:
         """Retries later; after the bound the timer fails and an incident is opened."""
@@ -311,6 +306,19 @@ def _claim_sql(table: str) -> str:
         " ORDER BY due_at LIMIT %(limit)s FOR UPDATE SKIP LOCKED)"
         " RETURNING timer_id, kind, aggregate_id, due_at, expected, headers, attempts"
     )
+
+
+def _fired_sql(table: str) -> str:
+    # Only the lease's holder may settle it: a runner whose lease expired meanwhile
+    # changes nothing. RETURNING, so that the statement has rows to read either way.
+    return (
+        f"UPDATE \"{table}\" SET state = '{FIRED}', fired_at = now(), leased_until = NULL"
+        " WHERE timer_id = %(timer_id)s AND lease_token = %(lease)s RETURNING timer_id"
+    )
+
+
+def _lease_of(timer: DueTimer) -> dict[str, Any]:
+    return {"timer_id": timer.timer_id, "lease": timer.lease}
 
 
 def _due_timer(row: Any, lease: uuid.UUID) -> DueTimer:

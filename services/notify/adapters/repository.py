@@ -3,13 +3,15 @@ tables. Ids from events and callers are checked at the edge before they reach he
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from servicekit import driver_sql
 from servicekit.contacts import Contact
 from servicekit.rows import columns, record
 from services.notify.adapters import orm
@@ -31,6 +33,58 @@ def delivery_of(row: Any) -> Delivery:
     )
 
 
+# A delivery is read and moved on every mail's way: on the driver, since through
+# SQLAlchemy each statement cost several times the driver's CPU (servicekit.driver_sql).
+_DELIVERY = driver_sql.select_sql(orm.deliveries, tuple(orm.deliveries.c.keys()), ("delivery_key",))
+_DELIVERY_LOCKED = _DELIVERY + " FOR UPDATE"
+
+
+_ADD_DELIVERY = (
+    driver_sql.insert_sql(
+        orm.deliveries,
+        (
+            *("delivery_key", "source", "recipient", "locale", "org_id", "booking_id"),
+            *("order_id", "context", "template", "state"),
+        ),
+    )
+    # its key, or a second access mail for one grant
+    + " ON CONFLICT DO NOTHING RETURNING delivery_key"
+)
+_CONTACT_COLUMNS = ("booking_id", "org_id", "email", "locale", "space_id")
+_KEEP_CONTACT = (
+    driver_sql.insert_sql(orm.booking_contacts, _CONTACT_COLUMNS)
+    + " ON CONFLICT (booking_id) DO NOTHING"
+)
+_REPLACE_CONTACT = (
+    driver_sql.insert_sql(orm.booking_contacts, _CONTACT_COLUMNS)
+    + " ON CONFLICT (booking_id) DO UPDATE SET org_id = EXCLUDED.org_id,"
+    " email = EXCLUDED.email, locale = EXCLUDED.locale, space_id = EXCLUDED.space_id,"
+    " updated_at = now()"
+)
+_CONTACT = driver_sql.select_sql(orm.booking_contacts, _CONTACT_COLUMNS, ("booking_id",))
+_REMEMBER_GRANT = (
+    driver_sql.insert_sql(orm.active_grants, ("grant_id", "booking_id"))
+    + " ON CONFLICT (grant_id) DO NOTHING"
+)
+_GRANTS = (
+    driver_sql.select_sql(orm.active_grants, ("grant_id",), ("booking_id",))
+    + " ORDER BY activated_at"
+)
+_TIMEZONE = driver_sql.select_sql(orm.studios, ("timezone",), ("space_id",))
+
+
+@functools.cache
+def _move_sql(with_error: bool, tried: bool, sent: bool) -> str:
+    sets = ["state = %(target)s", "updated_at = now()"]
+    sets += ["last_error = %(last_error)s"] if with_error else []
+    sets += ["tries = tries + 1"] if tried else []
+    sets += ["sent_at = now()"] if sent else []
+    return (
+        f'UPDATE "{orm.deliveries.name}" SET {", ".join(sets)}'
+        " WHERE delivery_key = %(delivery_key)s AND state = %(current)s RETURNING delivery_key"
+    )
+
+
 class DeliveryRepository:
     def __init__(self, session: AsyncSession) -> None:
         self._session = session
@@ -40,24 +94,18 @@ class DeliveryRepository:
         grant already has an access mail."""
         values = columns(
             delivery,
-            *("delivery_key", "source", "recipient", "locale", "context", "org_id"),
+            *("delivery_key", "source", "recipient", "locale", "org_id"),
             *("booking_id", "order_id"),
+            context=driver_sql.Jsonb(delivery.context),
             template=delivery.template.value,
             state=delivery.state.value,
         )
-        statement = (
-            insert(orm.deliveries)
-            .values(values)
-            .on_conflict_do_nothing()  # its key, or a second access mail for one grant
-            .returning(orm.deliveries.c.delivery_key)
-        )
-        return (await self._session.execute(statement)).first() is not None
+        # Nothing when its key exists or its grant already has an access mail.
+        return bool(await driver_sql.fetch_all(self._session, _ADD_DELIVERY, values))
 
     async def get(self, key: str, lock: bool = False) -> Delivery | None:
-        query = select(orm.deliveries).where(orm.deliveries.c.delivery_key == key)
-        if lock:
-            query = query.with_for_update()
-        row = (await self._session.execute(query)).one_or_none()
+        sql = _DELIVERY_LOCKED if lock else _DELIVERY
+        row = await driver_sql.fetch_one(self._session, sql, {"delivery_key": key})
         return delivery_of(row) if row is not None else None
 
     async def move(
@@ -69,20 +117,14 @@ class DeliveryRepository:
         tried: bool = False,
     ) -> bool:
         """current -> target, only if the delivery is still `current`."""
-        t = orm.deliveries.c
-        values: dict[str, Any] = {"state": target.value, "updated_at": func.now()}
-        if error is not None:
-            values["last_error"] = error[:2000]
-        if tried:
-            values["tries"] = t.tries + 1
-        if target is DeliveryState.SENT:
-            values["sent_at"] = func.now()
-        result = await self._session.execute(
-            update(orm.deliveries)
-            .where(t.delivery_key == key, t.state == current.value)
-            .values(values)
-        )
-        return bool(getattr(result, "rowcount", 0))
+        sql = _move_sql(error is not None, tried, target is DeliveryState.SENT)
+        params = {
+            "delivery_key": key,
+            "current": current.value,
+            "target": target.value,
+            "last_error": error[:2000] if error is not None else None,
+        }
+        return bool(await driver_sql.fetch_all(self._session, sql, params))
 
     async def of_subject(self, booking_id: str = "", order_id: str = "") -> list[Delivery]:
         t = orm.deliveries.c
@@ -121,23 +163,11 @@ class AccessMailRepository:
             "locale": who.contact.locale,
             "space_id": who.space_id,
         }
-        statement = insert(orm.booking_contacts).values(values)
-        if replace:
-            changed = {k: v for k, v in values.items() if k != "booking_id"}
-            statement = statement.on_conflict_do_update(
-                index_elements=["booking_id"], set_={**changed, "updated_at": func.now()}
-            )
-        else:
-            statement = statement.on_conflict_do_nothing(index_elements=["booking_id"])
-        await self._session.execute(statement)
+        sql = _REPLACE_CONTACT if replace else _KEEP_CONTACT
+        await driver_sql.execute(self._session, sql, values)
 
     async def contact_of(self, booking_id: str) -> BookingContact | None:
-        t = orm.booking_contacts.c
-        row = (
-            await self._session.execute(
-                select(orm.booking_contacts).where(t.booking_id == booking_id)
-            )
-        ).one_or_none()
+        row = await driver_sql.fetch_one(self._session, _CONTACT, {"booking_id": booking_id})
         if row is None:
             return None
         return BookingContact(
@@ -145,13 +175,12 @@ class AccessMailRepository:
         )
 
     async def remember_grant(self, grant_id: str, booking_id: str) -> None:
-        statement = insert(orm.active_grants).values(grant_id=grant_id, booking_id=booking_id)
-        await self._session.execute(statement.on_conflict_do_nothing(index_elements=["grant_id"]))
+        params = {"grant_id": grant_id, "booking_id": booking_id}
+        await driver_sql.execute(self._session, _REMEMBER_GRANT, params)
 
     async def grants_of(self, booking_id: str) -> list[str]:
-        t = orm.active_grants.c
-        query = select(t.grant_id).where(t.booking_id == booking_id).order_by(t.activated_at)
-        return [str(row.grant_id) for row in await self._session.execute(query)]
+        rows = await driver_sql.fetch_all(self._session, _GRANTS, {"booking_id": booking_id})
+        return [str(row.grant_id) for row in rows]
 
 
 class StudioRepository:
@@ -172,7 +201,5 @@ class StudioRepository:
     async def timezone_of(self, space_id: str) -> str | None:
         if not space_id:
             return None
-        t = orm.studios.c
-        query = select(t.timezone).where(t.space_id == space_id)
-        found: str | None = (await self._session.execute(query)).scalar_one_or_none()
-        return found
+        row = await driver_sql.fetch_one(self._session, _TIMEZONE, {"space_id": space_id})
+        return str(row.timezone) if row is not None else None

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, text, update
+from sqlalchemy import Table, and_, func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from servicekit import tracing
+from servicekit import driver_sql, tracing
 from servicekit.contacts import Contact
 from servicekit.rows import columns, record
 from services.payment.adapters.orm import Tables
@@ -51,6 +52,12 @@ def plan_of(row: Any) -> Plan:
     return record(Plan, row, code=row.plan_code, version=row.plan_version, price=price)
 
 
+@functools.cache
+def _select_by(table: Table, column: str, lock: bool) -> str:
+    """Every column of the row whose `column` equals the value, locked if asked."""
+    return driver_sql.select_sql(table, tuple(table.c.keys()), (column,), for_update=lock)
+
+
 class PaymentRepository:
     def __init__(self, session: AsyncSession, tables: Tables) -> None:
         self._session = session
@@ -79,22 +86,22 @@ class PaymentRepository:
         return {str(k): str(v) for k, v in (found or {}).items()}
 
     async def get(self, payment_id: uuid.UUID, lock: bool = False) -> Payment | None:
-        return await self._one(self._t.c.payment_id == payment_id, lock)
+        return await self._one("payment_id", payment_id, lock)
 
     async def for_booking(self, booking_id: str, lock: bool = False) -> Payment | None:
-        return await self._one(self._t.c.booking_id == booking_id, lock)
+        return await self._one("booking_id", booking_id, lock)
 
     async def for_order(self, order_id: uuid.UUID) -> Payment | None:
-        return await self._one(self._t.c.order_id == order_id, False)
+        return await self._one("order_id", order_id, False)
 
     async def by_provider_id(self, provider_payment_id: str, lock: bool = False) -> Payment | None:
-        return await self._one(self._t.c.provider_payment_id == provider_payment_id, lock)
+        return await self._one("provider_payment_id", provider_payment_id, lock)
 
-    async def _one(self, condition: Any, lock: bool) -> Payment | None:
-        query = select(self._t).where(condition)
-        if lock:
-            query = query.with_for_update()
-        row = (await self._session.execute(query)).first()
+    async def _one(self, column: str, value: object, lock: bool) -> Payment | None:
+        # On the driver: a saga reads its payment several times, and through SQLAlchemy
+        # each read cost several times the driver's CPU (servicekit.driver_sql).
+        sql = _select_by(self._t, column, lock)
+        row = await driver_sql.fetch_one(self._session, sql, {column: value})
         return payment_of(row) if row is not None else None
 
     async def move(self, payment_id: uuid.UUID, current: str, target: str) -> bool:

@@ -209,7 +209,8 @@ async def get_payment(deps: PaymentDeps, payment_id: str) -> Payment:
 
 
 async def get_payment_for_booking(deps: PaymentDeps, booking_id: str) -> Payment:
-    async with deps.uows.transaction() as uow:
+    # One read, consistent by itself: on the driver, with no ORM session around it.
+    async with deps.uows.transaction_on_driver() as uow:
         payment = await uow.payments.for_booking(booking_id)
     if payment is None:
         raise NotFound(f"payment of booking {booking_id}")
