@@ -341,9 +341,13 @@ def select_sql(
     )
 
 
-def update_sql(table: Table, columns: tuple[str, ...], by: tuple[str, ...]) -> str:
-    """An UPDATE setting the named columns where each `by` column equals its placeholder."""
-    sets = _equal(table, columns, ", ")
+def update_sql(
+    table: Table, columns: tuple[str, ...], by: tuple[str, ...], now: tuple[str, ...] = ()
+) -> str:
+    """An UPDATE setting the named columns where each `by` column equals its placeholder,
+    and the `now` columns to the transaction's time."""
+    stamped = [f"{_quoted(name)} = now()" for name in _checked(table, now)]
+    sets = ", ".join([_equal(table, columns, ", "), *stamped])
     return f"UPDATE {_quoted(table.name)} SET {sets} WHERE {_equal(table, by, ' AND ')}"
 
 

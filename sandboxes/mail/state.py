@@ -9,6 +9,7 @@ sandbox still has it, and still says `received` when asked about its Message-ID.
 from __future__ import annotations
 
 import base64
+import functools
 import secrets
 import time
 from collections import deque
@@ -46,8 +47,10 @@ class StoredMessage:
     raw: bytes
     content: MessageContent
 
-    @property
+    @functools.cached_property
     def message_id(self) -> str | None:
+        # Read once: a search by Message-ID compares every kept message's (up to
+        # MAX_KEPT), and reading the header each time cost 0.85 ms a search.
         return self.content.header("Message-ID")
 
     def to_api(self) -> dict[str, object]:

@@ -65,10 +65,8 @@ class GrantRepository:
         await self._session.execute(orm.grants.insert().values(values))
 
     async def save(self, grant: Grant) -> None:
-        values = columns(grant, "state", "provision_id", "failure", updated_at=func.now())
-        await self._session.execute(
-            update(orm.grants).where(orm.grants.c.grant_id == grant.grant_id).values(values)
-        )
+        values = columns(grant, "grant_id", "state", "provision_id", "failure")
+        await driver_sql.execute(self._session, _SAVE_GRANT, values)
 
     async def get(self, grant_id: str, lock: bool = False) -> Grant | None:
         found = await self._where("grant_id", grant_id, lock)
@@ -110,11 +108,8 @@ class ProvisionRepository:
         await self._session.execute(orm.provisions.insert().values(values))
 
     async def save(self, provision: Provision) -> None:
-        values = columns(provision, "state", "provider_code_id", updated_at=func.now())
-        t = orm.provisions.c
-        await self._session.execute(
-            update(orm.provisions).where(t.provision_id == provision.provision_id).values(values)
-        )
+        values = columns(provision, "provision_id", "state", "provider_code_id")
+        await driver_sql.execute(self._session, _SAVE_PROVISION, values)
 
     async def get(self, provision_id: str, lock: bool = False) -> Provision | None:
         found = await self._where("provision_id", provision_id, lock)
@@ -168,6 +163,16 @@ _CURRENT_GRANT = (
     + " ORDER BY created_at DESC, grant_id LIMIT 1"
 )
 _CURRENT_GRANT_SHARED = _CURRENT_GRANT + " FOR SHARE"
+_SAVE_GRANT = driver_sql.update_sql(
+    orm.grants, ("state", "provision_id", "failure"), ("grant_id",), now=("updated_at",)
+)
+_SAVE_PROVISION = driver_sql.update_sql(
+    orm.provisions, ("state", "provider_code_id"), ("provision_id",), now=("updated_at",)
+)
+_SEALED_PIN = driver_sql.select_sql(
+    orm.credentials, ("key_id", "nonce", "ciphertext"), ("provision_id",)
+)
+_DISCLOSED = driver_sql.insert_sql(orm.disclosures, ("grant_id", "booking_id", "reader", "purpose"))
 
 
 # A grant and a provision in one row: their columns apart, since several share a name.
@@ -213,12 +218,8 @@ class CredentialRepository:
         )
 
     async def pin(self, provision_id: str) -> str | None:
-        t = orm.credentials.c
-        row = (
-            await self._session.execute(
-                select(t.key_id, t.nonce, t.ciphertext).where(t.provision_id == provision_id)
-            )
-        ).first()
+        params = {"provision_id": provision_id}
+        row = await driver_sql.fetch_one(self._session, _SEALED_PIN, params)
         if row is None:
             return None
         return self._vault.open(_sealed(row), provision_id)
@@ -261,11 +262,13 @@ class DisclosureRepository:
         self._session = session
 
     async def record(self, grant: Grant, reader: str, purpose: str) -> None:
-        await self._session.execute(
-            orm.disclosures.insert().values(
-                grant_id=grant.grant_id, booking_id=grant.booking_id, reader=reader, purpose=purpose
-            )
-        )
+        values = {
+            "grant_id": grant.grant_id,
+            "booking_id": grant.booking_id,
+            "reader": reader,
+            "purpose": purpose,
+        }
+        await driver_sql.execute(self._session, _DISCLOSED, values)
 
     async def counts(self, grant_ids: Sequence[str]) -> dict[str, int]:
         if not grant_ids:

@@ -86,7 +86,8 @@ class AccessServicer(access_pb2_grpc.AccessServiceServicer):
 
     async def GetAccess(self, request: pb.GetAccessRequest, context: Context) -> pb.Access:
         query = AccessQuery(request.org_id, request.booking_id)
-        async with self._uows.transaction() as uow:
+        # One read, consistent by itself: on the driver, with no ORM session around it.
+        async with self._uows.transaction_on_driver() as uow:
             return access_message(await handlers.get_access(uow, query))
 
     async def DisclosePin(self, request: pb.DisclosePinRequest, context: Context) -> pb.Access:

@@ -7,10 +7,10 @@ kept, and the later disclosure then finds it already revoked.
 
 from __future__ import annotations
 
-from sqlalchemy import exists, func, select
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import exists, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from servicekit import driver_sql
 from services.booking.adapters import orm
 
 _t = orm.pin_disclosures.c
@@ -47,13 +47,20 @@ class DisclosureRepository:
         return bool(await self._session.scalar(query))
 
     async def _upsert(self, booking_id: str, slot_id: str, grant_id: str, column: str) -> None:
-        statement = insert(orm.pin_disclosures).values(
-            booking_id=booking_id, slot_id=slot_id, grant_id=grant_id, **{column: func.now()}
-        )
-        # The first report of each kind counts; a duplicate keeps the original time.
-        await self._session.execute(
-            statement.on_conflict_do_update(
-                constraint="pin_disclosures_pkey",
-                set_={column: func.coalesce(orm.pin_disclosures.c[column], func.now())},
-            )
-        )
+        params = {"booking_id": booking_id, "slot_id": slot_id, "grant_id": grant_id}
+        await driver_sql.execute(self._session, _UPSERT[column], params)
+
+
+def _upsert_sql(column: str) -> str:
+    # The first report of each kind counts; a duplicate keeps the original time. On the
+    # driver: every confirmed card saga reports a disclosure (servicekit.driver_sql).
+    orm.pin_disclosures.c[column]  # a column the table has
+    return (
+        f'INSERT INTO "pin_disclosures" ("booking_id", "slot_id", "grant_id", "{column}")'
+        " VALUES (%(booking_id)s, %(slot_id)s, %(grant_id)s, now())"
+        " ON CONFLICT ON CONSTRAINT pin_disclosures_pkey"
+        f' DO UPDATE SET "{column}" = coalesce("pin_disclosures"."{column}", now())'
+    )
+
+
+_UPSERT = {column: _upsert_sql(column) for column in ("disclosed_at", "revoked_at")}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -52,6 +52,39 @@ def plan_of(row: Any) -> Plan:
     return record(Plan, row, code=row.plan_code, version=row.plan_version, price=price)
 
 
+@dataclass(frozen=True)
+class _PaymentSql:
+    """The statements each card saga runs on its payment, on the driver."""
+
+    add: str
+    trace: str
+    move: str
+    adopt: str
+
+    @classmethod
+    @functools.cache
+    def of(cls, table: Table) -> _PaymentSql:
+        name = f'"{table.name}"'
+        new = (*_NEW_PAYMENT_COLUMNS, "hold_expires_at", "trace")
+        return cls(
+            add=driver_sql.insert_sql(table, new)
+            + " ON CONFLICT (booking_id) DO NOTHING RETURNING payment_id",
+            trace=driver_sql.select_sql(table, ("trace",), ("payment_id",)),
+            move=f"UPDATE {name} SET state = %(target)s, updated_at = now()"
+            " WHERE payment_id = %(payment_id)s AND state = %(current)s RETURNING payment_id",
+            adopt=f"UPDATE {name} SET provider_payment_id = %(provider_payment_id)s,"
+            " checkout_url = %(checkout_url)s, updated_at = now()"
+            " WHERE payment_id = %(payment_id)s AND provider_payment_id IS NULL"
+            " RETURNING payment_id",
+        )
+
+
+_NEW_PAYMENT_COLUMNS = (
+    *("payment_id", "org_id", "booking_id", "order_id", "state", "attempt"),
+    *("amount", "currency", "contact_email", "contact_locale"),
+)
+
+
 @functools.cache
 def _select_by(table: Table, column: str, lock: bool) -> str:
     """Every column of the row whose `column` equals the value, locked if asked."""
@@ -62,28 +95,22 @@ class PaymentRepository:
     def __init__(self, session: AsyncSession, tables: Tables) -> None:
         self._session = session
         self._t = tables.payments
+        self._sql = _PaymentSql.of(tables.payments)
 
     async def add(self, payment: Payment, hold_expires_at: datetime | None = None) -> bool:
         """Inserts a new payment; False when the booking already has one (a re-request)."""
-        statement = (
-            insert(self._t)
-            .values(
-                {
-                    **payment_values(payment),
-                    "hold_expires_at": hold_expires_at,
-                    "trace": tracing.current_carrier(),
-                }
-            )
-            .on_conflict_do_nothing(index_elements=["booking_id"])
-            .returning(self._t.c.payment_id)
-        )
-        return (await self._session.execute(statement)).first() is not None
+        values = {
+            **payment_values(payment),
+            "hold_expires_at": hold_expires_at,
+            "trace": driver_sql.Jsonb(tracing.current_carrier()),
+        }
+        return bool(await driver_sql.fetch_all(self._session, self._sql.add, values))
 
     async def trace_of(self, payment_id: uuid.UUID) -> dict[str, str]:
         """The trace context the payment was made in."""
-        query = select(self._t.c.trace).where(self._t.c.payment_id == payment_id)
-        found = (await self._session.execute(query)).scalar_one_or_none()
-        return {str(k): str(v) for k, v in (found or {}).items()}
+        params = {"payment_id": payment_id}
+        row = await driver_sql.fetch_one(self._session, self._sql.trace, params)
+        return {str(k): str(v) for k, v in (row.trace if row else {}).items()}
 
     async def get(self, payment_id: uuid.UUID, lock: bool = False) -> Payment | None:
         return await self._one("payment_id", payment_id, lock)
@@ -106,31 +133,19 @@ class PaymentRepository:
 
     async def move(self, payment_id: uuid.UUID, current: str, target: str) -> bool:
         """The conditional transition: applies only if the state is still `current`."""
-        t = self._t.c
-        result = await self._session.execute(
-            update(self._t)
-            .where(t.payment_id == payment_id, t.state == current)
-            .values(state=target, updated_at=func.now())
-            .returning(t.payment_id)
-        )
-        return result.first() is not None
+        params = {"payment_id": payment_id, "current": current, "target": target}
+        return bool(await driver_sql.fetch_all(self._session, self._sql.move, params))
 
     async def adopt_remote(
         self, payment_id: uuid.UUID, provider_payment_id: str, checkout_url: str
     ) -> bool:
         """Records the gateway's id once; False when it was already known."""
-        t = self._t.c
-        result = await self._session.execute(
-            update(self._t)
-            .where(t.payment_id == payment_id, t.provider_payment_id.is_(None))
-            .values(
-                provider_payment_id=provider_payment_id,
-                checkout_url=checkout_url,
-                updated_at=func.now(),
-            )
-            .returning(t.payment_id)
-        )
-        return result.first() is not None
+        params = {
+            "payment_id": payment_id,
+            "provider_payment_id": provider_payment_id,
+            "checkout_url": checkout_url,
+        }
+        return bool(await driver_sql.fetch_all(self._session, self._sql.adopt, params))
 
     async def mark_reconciled(self, payment_id: uuid.UUID) -> None:
         await self._session.execute(
