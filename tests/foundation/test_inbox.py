@@ -150,6 +150,27 @@ async def test_a_conflict_that_never_clears_is_parked_after_the_bound_not_retrie
     assert await pair.consumer.applied_count(aggregate) == 0
 
 
+async def test_a_parked_event_is_applied_once_when_replayed_under_a_higher_generation(
+    pair: Pair,
+) -> None:
+    aggregate = str(uuid.uuid4())
+    calls, handler = _raising_sqlstate(pair, "40P01", times=2)
+    inbox = _inbox(pair, "replayed", handler, attempts=2)
+    value, key = _envelope_bytes("x", aggregate), aggregate.encode()
+    assert await inbox.deliver(Delivery(pair.topic, 0, 0, value, key=key)) == "parked"
+
+    # The broker's redelivery of the parked record leaves it parked, its handler not run.
+    assert await inbox.deliver(Delivery(pair.topic, 0, 0, value, key=key)) == "duplicate"
+    assert len(calls) == 2
+    # An operator's replay raises the generation: applied once, then a duplicate.
+    replay = Delivery(pair.topic, 0, 9, value, [("dispatch-generation", b"1")], key)
+    assert await inbox.deliver(replay) == "processed"
+    assert await inbox.deliver(replay) == "duplicate"
+    assert len(calls) == 3
+    assert await pair.consumer.applied_count(aggregate) == 1
+    assert (await _inbox_row(pair, "replayed")).state == "processed"
+
+
 async def test_a_lost_database_connection_spends_no_attempt(pair: Pair) -> None:
     aggregate = str(uuid.uuid4())
     calls: list[int] = []
