@@ -94,9 +94,8 @@ class GrantRepository:
 
     async def _where(self, column: str, value: str, lock: bool) -> list[Grant]:
         sql = _oldest_first(orm.grants, column, "grant_id", lock)
-        return [
-            grant_of(row) for row in await driver_sql.fetch_all(self._session, sql, {column: value})
-        ]
+        rows = await driver_sql.fetch_all(self._session, sql, {column: value})
+        return [grant_of(row) for row in rows]
 
 
 class ProvisionRepository:

@@ -31,11 +31,19 @@ def payment_of(row: Any) -> Payment:
     )
 
 
+_SNAPSHOT_COLUMNS = ("payment_id", "org_id", "booking_id", "order_id", "state", "attempt")
+# What payment_values writes: the snapshot's columns and the converted ones.
+_NEW_PAYMENT_COLUMNS = (
+    *_SNAPSHOT_COLUMNS,
+    *("amount", "currency", "contact_email", "contact_locale"),
+)
+
+
 def payment_values(payment: Payment) -> dict[str, Any]:
     """The columns of a new payment: its snapshot and where it stands."""
     return columns(
         payment,
-        *("payment_id", "org_id", "booking_id", "order_id", "state", "attempt"),
+        *_SNAPSHOT_COLUMNS,
         amount=payment.amount.amount,
         currency=payment.amount.currency,
         contact_email=payment.contact.email,
@@ -77,12 +85,6 @@ class _PaymentSql:
             " WHERE payment_id = %(payment_id)s AND provider_payment_id IS NULL"
             " RETURNING payment_id",
         )
-
-
-_NEW_PAYMENT_COLUMNS = (
-    *("payment_id", "org_id", "booking_id", "order_id", "state", "attempt"),
-    *("amount", "currency", "contact_email", "contact_locale"),
-)
 
 
 @functools.cache
