@@ -22,14 +22,14 @@ class Unauthorized(Exception):
     """Missing or wrong bearer token; answered with 401 and a WWW-Authenticate challenge."""
 
 
-def require_api_key(
+async def require_api_key(
     gateway: GatewayDep, authorization: Annotated[str | None, Header()] = None
 ) -> None:
     if not presents(authorization, gateway.settings.api_key):
         raise Unauthorized
 
 
-def injected_outage(gateway: GatewayDep) -> None:
+async def injected_outage(gateway: GatewayDep) -> None:
     # Runs after authentication so a misconfigured client cannot use up the fault.
     if gateway.state.faults.take("fail_next_calls"):
         raise GatewayError(503, "service_unavailable")

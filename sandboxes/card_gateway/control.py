@@ -19,7 +19,7 @@ from .runtime import GatewayDep
 from .schemas import Config, FaultsPatch, Settle, Tamper
 
 
-def require_control_token(
+async def require_control_token(
     gateway: GatewayDep, authorization: Annotated[str | None, Header()] = None
 ) -> None:
     if not presents(authorization, gateway.settings.control_token):

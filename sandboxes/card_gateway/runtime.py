@@ -68,7 +68,9 @@ class Gateway:
             log.info("delayed settlement of %s skipped: %s", payment_id, exc.code)
 
 
-def get_gateway(request: Request) -> Gateway:
+# The sandbox's dependencies are coroutines: FastAPI runs a plain function in a worker thread,
+# a hop to another thread and back on every request.
+async def get_gateway(request: Request) -> Gateway:
     gateway: Gateway = request.app.state.gateway
     return gateway
 

@@ -18,14 +18,14 @@ from .runtime import ProviderDep
 from .schemas import AccessCodeRef, CreateAccessCode, ListAccessCodes
 
 
-def require_api_key(
+async def require_api_key(
     provider: ProviderDep, authorization: Annotated[str | None, Header()] = None
 ) -> None:
     if not presents(authorization, provider.settings.api_key):
         raise Refusal(401, "unauthorized")
 
 
-def injected_outage(provider: ProviderDep) -> None:
+async def injected_outage(provider: ProviderDep) -> None:
     # Runs after authentication so a misconfigured client cannot use up the fault.
     if provider.state.faults.take("fail_next_calls"):
         raise Refusal(503, "service_unavailable")

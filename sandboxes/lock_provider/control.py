@@ -22,7 +22,7 @@ from .schemas import ClockOffset, DoorAttempt, FaultsPatch, NewDevice
 from .state import iso
 
 
-def require_control_token(
+async def require_control_token(
     provider: ProviderDep, authorization: Annotated[str | None, Header()] = None
 ) -> None:
     if not presents(authorization, provider.settings.control_token):

@@ -25,7 +25,9 @@ class LockProvider:
         await asyncio.sleep(self.state.faults.hang_seconds)
 
 
-def get_provider(request: Request) -> LockProvider:
+# The sandbox's dependencies are coroutines: FastAPI runs a plain function in a worker thread,
+# a hop to another thread and back on every request.
+async def get_provider(request: Request) -> LockProvider:
     provider: LockProvider = request.app.state.provider
     return provider
 

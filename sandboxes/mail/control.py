@@ -21,7 +21,7 @@ Count = Annotated[StrictInt, Field(ge=0, le=1_000_000)]
 Milliseconds = Annotated[StrictInt, Field(ge=0, le=3_600_000)]
 
 
-def require_control_token(
+async def require_control_token(
     sandbox: SandboxDep, authorization: Annotated[str | None, Header()] = None
 ) -> None:
     if not presents(authorization, sandbox.settings.control_token):

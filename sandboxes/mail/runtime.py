@@ -20,7 +20,9 @@ class MailSandbox:
         return {**self.state.faults.to_api(), "offline_for_ms": self.state.offline_ms_left()}
 
 
-def get_sandbox(request: Request) -> MailSandbox:
+# The sandbox's dependencies are coroutines: FastAPI runs a plain function in a worker thread,
+# a hop to another thread and back on every request.
+async def get_sandbox(request: Request) -> MailSandbox:
     sandbox: MailSandbox = request.app.state.sandbox
     return sandbox
 
