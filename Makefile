@@ -118,7 +118,8 @@ bench-gateway: install infra-up $(GHZ) $(JAEGER)
 
 # The whole card saga over the public HTTP API (checkout, the hosted payment page, the PIN at
 # the lock sandbox, the confirmation mail) on the platform as `make up` runs it; N customers
-# (default 16) in a closed loop, then at half its rate in an open loop; pgbench after.
+# (default 16) in a closed loop, then at half its rate in an open loop; pgbench after, and the
+# saga floor (the same work by the smallest programs on the same libraries).
 bench-saga: install infra-up prometheus $(JAEGER)
 	$(PY) -m benchmarks.saga
 

@@ -19,7 +19,12 @@ customer with an address. Then (benchmarks/customers.py):
 4. open loop: sagas arriving at half that rate, by the clock, for BENCH_SECONDS;
 5. audit: every saga ends confirmed (its PIN set at the lock, its confirmation mail there)
    or expired with no code at the lock; anything else is lost;
-6. pgbench (TPC-B-like, 32 clients, scale 10) on the same PostgreSQL, the platform stopped.
+6. pgbench (TPC-B-like, 32 clients, scale 10) on the same PostgreSQL, the platform stopped;
+7. the saga floor (benchmarks/saga_floor.py): the price of each kind of work a saga asks
+   for (a transaction, a gRPC call, an HTTP request, a record, a delivery, a mail) when the
+   smallest programs on the same libraries do it, times how many of each the closed loop's
+   sagas asked for (benchmarks/units.py, the parts' own counters): the least CPU a saga
+   can cost on this stack, and the ratio that would give.
 
 For each loop: sagas/s, POST to PIN active (the lock sandbox's own record of when it set
 the code) p50 and p99, database transactions per saga (pg_stat_database.xact_commit over the
@@ -36,6 +41,8 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -51,7 +58,7 @@ import psycopg
 from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition
 
-from benchmarks import cpu
+from benchmarks import cpu, saga_floor, units
 from benchmarks.booking import measure_pgbench
 from benchmarks.configuration import deviations
 from benchmarks.customers import (
@@ -117,6 +124,9 @@ class Load:
     busy_share: float
     worst_lateness_s: float = 0.0
     gateway_requests: int = 0  # the customers' (the sandboxes' pages and records apart)
+    # What the parts counted meanwhile (benchmarks/units.py), and the customers' requests
+    # to the sandboxes themselves.
+    units: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -135,6 +145,7 @@ class Figures:
     cpu_ms: dict[str, float]
     gateway_requests_per_saga: float
     lost_details: list[str] = field(default_factory=list)
+    units_per_saga: dict[str, float] = field(default_factory=dict)
 
 
 def completed_in_window(load: Load) -> int:
@@ -175,6 +186,7 @@ def figures(load: Load, verdicts: dict[int, Verdict]) -> Figures:
         lost_details=[
             f"{v.saga.booking_id or v.saga.slot.slot_id}: {v.detail}" for v in mine if v.lost
         ],
+        units_per_saga={kind: count * per_saga for kind, count in load.units.items()},
     )
 
 
@@ -204,6 +216,7 @@ def summary(
         "pgbench_tps": round(pgbench_tps, 1),
         "sagas": closed.started + half.started,
         "cpu_ms_per_saga": {name: round(ms, 2) for name, ms in closed.cpu_ms.items()},
+        "units_per_saga": {kind: round(n, 2) for kind, n in closed.units_per_saga.items()},
         "customers": CUSTOMERS,
         "configuration": "make up",
     }
@@ -305,14 +318,23 @@ class Bench:
         self.idle_cpu_ms_per_s = {name: ms / seconds for name, ms in over_window.items()}
         return last
 
+    def metrics_urls(self) -> list[str]:
+        env = self.platform.env
+        parts = [env[f"{service.upper()}_METRICS_ADDRESS"] for service in SERVICES]
+        return [f"http://{address}/metrics" for address in (*parts, env["GATEWAY_ADDRESS"])]
+
     async def measure(
         self, before: Counters, window_s: float, load: Awaitable[tuple[list[Saga], float]]
     ) -> tuple[Load, Counters]:
+        units_before = await units.read(self.metrics_urls())
+        units_before["sandbox_requests"] = self.tally.sandbox_requests
         cpu_before = self.cpu_sample()
         started, requests = time.monotonic(), self.tally.requests
         sagas, lateness = await load
         ended = time.monotonic()
         spent = cpu.spent(cpu_before, self.cpu_sample(), max(1, len(sagas)))
+        units_after = await units.read(self.metrics_urls())
+        units_after["sandbox_requests"] = self.tally.sandbox_requests
         await asyncio.sleep(STATS_FLUSH_S)
         after = await read_counters(self.infra, self.platform)
         tail = after.at - ended
@@ -334,6 +356,7 @@ class Bench:
                 busy_share=spent.busy_share if spent else 0.0,
                 worst_lateness_s=lateness,
                 gateway_requests=self.tally.requests - requests,
+                units={k: units_after[k] - units_before.get(k, 0.0) for k in units_after},
             ),
             after,
         )
@@ -415,12 +438,16 @@ def _alive(pid: int) -> bool:
 
 @dataclass
 class Tally:
-    """The customers' requests to the gateway so far."""
+    """The customers' requests so far: to the gateway, and to the sandboxes themselves."""
 
     requests: int = 0
+    sandbox_requests: int = 0
 
     async def count(self, _request: httpx.Request) -> None:
         self.requests += 1
+
+    async def count_sandbox(self, _request: httpx.Request) -> None:
+        self.sandbox_requests += 1
 
 
 @contextlib.asynccontextmanager
@@ -442,15 +469,19 @@ async def customers_of(
 
 
 @contextlib.asynccontextmanager
-async def sandboxes_of(platform: Platform) -> AsyncIterator[Sandboxes]:
+async def sandboxes_of(platform: Platform, tally: Tally | None = None) -> AsyncIterator[Sandboxes]:
+    """Clients of the three sandboxes; each request they send counted in `tally`."""
     control = SandboxAuth(control_token=CONTROL_TOKEN)
     card_url = platform.env["CARD_GATEWAY_URL"]
+    hooks = {"request": [(tally or Tally()).count_sandbox]}
     async with (
-        httpx.AsyncClient(base_url=card_url, timeout=15) as card,
+        httpx.AsyncClient(base_url=card_url, timeout=15, event_hooks=hooks) as card,
         httpx.AsyncClient(
-            base_url=platform.env["LOCK_PROVIDER_URL"], auth=control, timeout=30
+            base_url=platform.env["LOCK_PROVIDER_URL"], auth=control, timeout=30, event_hooks=hooks
         ) as lock,
-        httpx.AsyncClient(base_url=platform.url("MAIL_SANDBOX_HTTP_PORT"), timeout=15) as mail,
+        httpx.AsyncClient(
+            base_url=platform.url("MAIL_SANDBOX_HTTP_PORT"), timeout=15, event_hooks=hooks
+        ) as mail,
     ):
         yield Sandboxes(card, card_url, lock, mail)
 
@@ -544,6 +575,11 @@ def _print_loop(title: str, figures_: Figures, load: Load) -> None:
         "  the customers' requests to the gateway per saga: "
         f"{figures_.gateway_requests_per_saga:.1f}"
     )
+    if figures_.units_per_saga:
+        print(
+            "  work per saga, as the parts counted it: "
+            + ", ".join(f"{kind} {n:.2f}" for kind, n in figures_.units_per_saga.items())
+        )
     shown = sorted(load.cpu_ms.items(), key=lambda item: -item[1])
     print("  CPU per saga (ms): " + ", ".join(f"{name} {ms:.1f}" for name, ms in shown))
     print(f"  machine {load.machine_ms:.1f} ms per saga, busy {load.busy_share:.0%} of its cores")
@@ -554,10 +590,11 @@ def _print_loop(title: str, figures_: Figures, load: Load) -> None:
 
 
 async def _measure(infra: Infrastructure) -> Outcome:
+    tally = Tally()
     with tempfile.TemporaryDirectory(prefix="bench-saga-") as state:
         async with (
             started_platform(infra, Path(state) / "state") as platform,
-            sandboxes_of(platform) as sandboxes,
+            sandboxes_of(platform, tally) as sandboxes,
             Api.at(platform.gateway) as ops,
         ):
             if problems := deviations(platform.env):
@@ -569,7 +606,6 @@ async def _measure(infra: Infrastructure) -> Outcome:
                 "inside access's lead time",
                 flush=True,
             )
-            tally = Tally()
             async with customers_of(platform, CUSTOMERS, tally) as customers:
                 bench = Bench(
                     infra, platform, customers, sandboxes, SlotSupply(slots), Pace(POLL_S), tally
@@ -585,6 +621,34 @@ def _platform_line() -> str:
         "besides: its own databases, topics and ports, the gateway's write limits per caller "
         "and address raised (all customers come from one address), each studio its own lock"
     )
+
+
+def _floor(closed: Figures, tps: float) -> dict[str, Any]:
+    """The saga floor (benchmarks/saga_floor.py), measured now with the platform stopped,
+    priced by what this run's sagas asked of the parts."""
+    run = subprocess.run(
+        [sys.executable, "-m", "benchmarks.saga_floor"], check=True, capture_output=True, text=True
+    )
+    prices = json.loads(run.stdout.strip().splitlines()[-1])
+    counts = closed.units_per_saga | {
+        "tx_per_saga": closed.tx_per_saga,
+        "kafka_records_per_saga": closed.records_per_saga,
+    }
+    by_kind = saga_floor.price(prices, counts)
+    ms = sum(by_kind.values())
+    ratio = saga_floor.floor_ratio(ms, os.cpu_count() or 1, closed.tx_per_saga, tps)
+    print(
+        "the saga floor (the same work by the smallest programs on the same libraries, "
+        f"benchmarks/saga_floor.py): {ms:.1f} ms of machine CPU per saga ("
+        + ", ".join(f"{kind} {v:.1f}" for kind, v in by_kind.items())
+        + f"), ratio {ratio:.3f} with every core busy"
+    )
+    return {
+        "floor_ms_per_saga": round(ms, 1),
+        "floor_ratio": round(ratio, 3),
+        "floor_unit_ms": prices,
+        "floor_ms_per_saga_by_kind": {kind: round(v, 2) for kind, v in by_kind.items()},
+    }
 
 
 def main() -> None:
@@ -609,6 +673,7 @@ def main() -> None:
     line = summary(closed, half, tps, warm_lost) | {
         "idle_cpu_ms_per_s": {name: round(ms, 1) for name, ms in outcome.idle_cpu_ms_per_s.items()}
     }
+    line |= _floor(closed, tps)
     print(
         f"ratio sagas/s over (pgbench tps / transactions per saga): {line['ratio']} "
         f"({closed.sagas_per_s:.2f} / ({tps:.0f} / {closed.tx_per_saga:.1f}))"
