@@ -23,12 +23,13 @@ process on uvloop (as the services run), with the platform stopped:
   alternatives) and sent with aiosmtplib on a new connection to an aiosmtpd server that
   parses it as the mail sandbox does.
 
-The price of each is the machine's CPU (every core's busy time from /proc/stat, whoever
-spent it: this process, PostgreSQL, the broker, the kernel) over its run, less what the
-machine spent idle at the same rate just before, per unit done. `price()` turns the
-prices and one saga's counts (make bench-saga's units_per_saga) into the CPU one saga
-would cost at the floor. Left out, so the floor lies below any platform: the spans and
-their export, the logs, the metrics, validation, the domain's own code.
+Three rounds of all six; the price of each is its median over them. A round's price is
+the machine's CPU (every core's busy time from /proc/stat, whoever spent it: this
+process, PostgreSQL, the broker, the kernel) over its run, less what the machine spent
+idle at the same rate just before, per unit done; so nothing else may run meanwhile.
+`price()` turns the prices and one saga's counts (make bench-saga's units_per_saga) into
+the CPU one saga would cost at the floor. Left out, so the floor lies below any platform:
+the spans and their export, the logs, the metrics, validation, the domain's own code.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ import email
 import json
 import os
 import socket
+import statistics
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -65,6 +67,7 @@ from tests.support.infrastructure import create_database, drop_database, ensure_
 from tests.support.topics import create_topics, delete_topics
 
 AT_ONCE = 16
+ROUNDS = 3
 IDLE_S = 2.0
 COUNTS = {
     "transaction": 6000,
@@ -165,6 +168,7 @@ def _free_port() -> int:
 
 async def transactions(machine: Machine, dsn: str) -> float:
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as setup:
+        await setup.execute("DROP TABLE IF EXISTS floor_rows")
         await setup.execute("CREATE TABLE floor_rows (id int PRIMARY KEY, n int NOT NULL)")
         await setup.execute(
             "INSERT INTO floor_rows SELECT g, 0 FROM generate_series(0, %s) g", (ROWS,)
@@ -376,14 +380,19 @@ async def mails(machine: Machine) -> float:
 
 
 async def measure(dsn: str, bootstrap: str) -> dict[str, float]:
+    """Each kind's price, the median of ROUNDS rounds, and the idle machine's rate."""
     machine = Machine()
-    await machine.settle()
-    prices = {"transaction": await transactions(machine, dsn)}
-    prices["grpc_call"] = await grpc_calls(machine)
-    prices["http_request"] = await http_requests(machine)
-    prices["record_produced"], prices["delivery"] = await records(machine, bootstrap)
-    prices["mail"] = await mails(machine)
-    return {"idle_machine_ms_per_s": machine.idle_ms_per_s, **prices}
+    rounds: list[dict[str, float]] = []
+    for _ in range(ROUNDS):
+        await machine.settle()
+        prices = {"transaction": await transactions(machine, dsn)}
+        prices["grpc_call"] = await grpc_calls(machine)
+        prices["http_request"] = await http_requests(machine)
+        prices["record_produced"], prices["delivery"] = await records(machine, bootstrap)
+        prices["mail"] = await mails(machine)
+        rounds.append(prices)
+    medians = {kind: statistics.median(r[kind] for r in rounds) for kind in rounds[0]}
+    return {"idle_machine_ms_per_s": machine.idle_ms_per_s, **medians}
 
 
 def main() -> None:

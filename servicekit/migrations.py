@@ -23,7 +23,7 @@ from alembic import command, context, op
 from alembic.config import Config
 from sqlalchemy import MetaData, create_engine, pool, text
 
-from servicekit.schema import announce_commits, stop_announcing_commits
+from servicekit.schema import PENDING_BY_AGGREGATE, announce_commits, stop_announcing_commits
 
 # One migrator at a time per database: two processes upgrading at once would collide.
 _MIGRATION_LOCK = 424242
@@ -109,6 +109,22 @@ def stop_announcing_outbox_commits() -> None:
     """The downgrade of announce_outbox_commits."""
     for statement in stop_announcing_commits("outbox"):
         op.execute(statement)
+
+
+def index_pending_timers_by_aggregate() -> None:
+    """A revision's upgrade: the timers' pending ones found by kind and aggregate
+    (servicekit.schema); the same in every service."""
+    op.create_index(
+        PENDING_BY_AGGREGATE,
+        "timers",
+        ["kind", "aggregate_id"],
+        postgresql_where=text("state = 'pending'"),
+    )
+
+
+def drop_pending_timers_by_aggregate() -> None:
+    """The downgrade of index_pending_timers_by_aggregate."""
+    op.drop_index(PENDING_BY_AGGREGATE, table_name="timers")
 
 
 def run_environment() -> None:

@@ -33,6 +33,7 @@ FAILED = "failed"
 PROCESSED = "processed"
 FIRED = "fired"
 CANCELLED = "cancelled"
+PENDING_BY_AGGREGATE = "timers_pending_by_aggregate"
 
 
 OPEN = "open"
@@ -169,6 +170,15 @@ def _timers(metadata: MetaData) -> Table:
         Column("fired_at", DateTime(timezone=True)),
     )
     Index("timers_pending_due", table.c.due_at, postgresql_where=text("state = 'pending'"))
+    # A handler asks whether an aggregate has a pending timer of a kind, or cancels it, on
+    # its way (Timers.has_pending, cancel): without this each read every pending timer (access
+    # keeps one for every grant still ahead).
+    Index(
+        PENDING_BY_AGGREGATE,
+        table.c.kind,
+        table.c.aggregate_id,
+        postgresql_where=text("state = 'pending'"),
+    )
     return table
 
 

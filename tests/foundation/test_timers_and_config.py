@@ -221,3 +221,33 @@ async def test_a_timer_claimed_by_a_runner_that_died_is_fired_once_its_lease_end
     await eventually(fired_after_lease, 10)
     assert [timer.aggregate_id for timer in fired] == [aggregate]
     assert await survivor.fire_due() == 0  # fired once
+
+
+async def test_whether_an_aggregate_has_a_pending_timer_is_read_from_an_index_not_the_table(
+    pair: Pair,
+) -> None:
+    """Access keeps a pending revocation for every grant still ahead, and a week of fired
+    timers (servicekit.retention); a handler's question about one aggregate must read
+    neither all the pending ones nor the fired."""
+    side = pair.consumer
+    timers = Timers(side.tables.timers)
+    async with side.engine.begin() as connection:
+        await connection.exec_driver_sql(
+            "INSERT INTO timers (timer_id, kind, aggregate_id, due_at, expected, headers, state)"
+            " SELECT gen_random_uuid(), 'revoke', g::text, now() + g * interval '1 minute',"
+            " '{}', '{}', CASE WHEN mod(g, 2) = 0 THEN 'fired' ELSE 'pending' END"
+            " FROM generate_series(1, 5000) g"
+        )
+    async with side.sessions() as session, session.begin():
+        await timers.schedule(session, "revoke", "5001", datetime.now(UTC), {})
+    async with side.engine.connect() as connection:
+        await connection.exec_driver_sql("ANALYZE timers")
+        plan = await connection.exec_driver_sql(
+            "EXPLAIN " + timers._pending,  # the statement has_pending runs
+            {"kind": "revoke", "aggregate_id": "5001"},
+        )
+        lines = " ".join(str(row[0]) for row in plan)
+    assert "timers_pending_by_aggregate" in lines, lines
+    async with side.sessions() as session:
+        assert await timers.has_pending(session, "revoke", "5001")
+        assert not await timers.has_pending(session, "revoke", "16")  # fired
