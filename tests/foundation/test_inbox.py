@@ -219,3 +219,41 @@ async def test_an_event_without_a_handler_is_ignored_without_a_transaction_or_an
 async def _inbox_rows(pair: Pair, consumer: str) -> int:
     t = pair.consumer.tables.inbox.c
     return int(await pair.consumer.scalar(select(func.count()).where(t.consumer == consumer)))
+
+
+async def test_a_stream_of_records_is_committed_a_few_times_a_second_not_once_a_record(
+    pair: Pair,
+) -> None:
+    aggregate = str(uuid.uuid4())
+    running = await start_consumer(pair.consumer, pair.bootstrap, pair.topic, "g-" + aggregate)
+    kafka_consumer = running.kafka_consumer
+
+    async def assigned() -> bool:
+        return bool(kafka_consumer.assignment())
+
+    await eventually(assigned)  # so the records come one or two a fetch, not in one batch
+    commits = 0
+    commit = kafka_consumer.commit
+
+    async def counted(*args: Any, **kwargs: Any) -> None:
+        nonlocal commits
+        commits += 1
+        await commit(*args, **kwargs)
+
+    kafka_consumer.commit = counted
+    producer = kafka.make_producer(pair.bootstrap, "stream-" + aggregate)
+    await producer.start()
+    for n in range(100):
+        message = _envelope_bytes(f"record {n}", aggregate)
+        await producer.send_and_wait(pair.topic, message, key=aggregate.encode())
+        await asyncio.sleep(0.01)
+    await producer.stop()
+
+    async def all_committed() -> bool:
+        partitions = kafka_consumer.assignment()
+        return sum([await kafka_consumer.committed(p) or 0 for p in partitions]) >= 100
+
+    await eventually(all_committed)
+    await running.stop()
+    assert await pair.consumer.applied_count(aggregate) == 100
+    assert 1 <= commits <= 20, commits  # one a record would be some 100
