@@ -1,14 +1,10 @@
 """Feeding one consumer group's Kafka records to an Inbox.
 
 Offsets are committed after the inbox's database commit, so a crash redelivers rather
-than loses. They are committed at most every COMMIT_EVERY_S while records keep coming, and
-at once when a poll finds nothing new: a commit per record cost the consumer a round trip
-to the broker, and the broker a write, for every delivery. What a crash or a rebalance
-redelivers meanwhile, the inbox drops as already applied.
-
-The Kafka consumer is created and started inside the worker, not before it: a service
-starts and serves while the broker is down, and its consumers join as soon as the broker
-returns. A broker outage is logged when it starts, as a bounded reminder and when it ends.
+than loses. The Kafka consumer is created and started inside the worker, not before it:
+a service starts and serves while the broker is down, and its consumers join as soon as
+the broker returns. A broker outage is logged when it starts, as a bounded reminder and
+when it ends.
 """
 
 from __future__ import annotations
@@ -16,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -31,11 +26,10 @@ from servicekit.supervision import pause
 log = logging.getLogger(__name__)
 ConsumerFactory = Callable[[], AIOKafkaConsumer]
 RECONNECT_WAIT_S = 1.0
-COMMIT_EVERY_S = 0.5
 
 
 class InboxConsumer:
-    """One consumer group's loop: poll, deliver each record, commit what was applied."""
+    """One consumer group's loop: poll, deliver each record, commit."""
 
     def __init__(self, make_consumer: ConsumerFactory, inbox: Inbox, name: str = "") -> None:
         self._make_consumer = make_consumer
@@ -43,8 +37,6 @@ class InboxConsumer:
         self.name = name or f"{inbox.name} consumer"
         self.kafka_consumer: AIOKafkaConsumer | None = None
         self._broker = OutageLog(log, f"{self.name}: the broker")
-        self._applied: dict[TopicPartition, int] = {}  # the next offset, not yet committed
-        self._committed_at = 0.0
 
     async def run(self, stopping: asyncio.Event) -> None:
         consumer = await self._connect(stopping)
@@ -55,8 +47,6 @@ class InboxConsumer:
                 await self._poll_once(consumer)
         finally:
             self.kafka_consumer = None
-            with contextlib.suppress(Exception):
-                await self._commit(consumer)  # what was applied, so a restart starts there
             with contextlib.suppress(Exception):
                 await consumer.stop()
 
@@ -88,34 +78,25 @@ class InboxConsumer:
             await asyncio.sleep(RECONNECT_WAIT_S)
             return
         for partition, records in batches.items():
-            await self._deliver_partition(partition, records)
-        waited = time.monotonic() - self._committed_at
-        if self._applied and (not batches or waited >= COMMIT_EVERY_S):
-            await self._commit(consumer)
+            await self._deliver_partition(consumer, partition, records)
 
     async def _deliver_partition(
-        self, partition: TopicPartition, records: list[ConsumerRecord[Any, Any]]
+        self,
+        consumer: AIOKafkaConsumer,
+        partition: TopicPartition,
+        records: list[ConsumerRecord[Any, Any]],
     ) -> None:
         for record in records:
             await self._inbox.deliver(Delivery.of(record))
-            self._applied[partition] = record.offset + 1
-
-    async def _commit(self, consumer: AIOKafkaConsumer) -> None:
-        # A partition handed to another member since is left to it: it starts from the last
-        # committed offset, and the inbox drops what was applied here.
-        mine = consumer.assignment()
-        offsets = {p: offset for p, offset in self._applied.items() if p in mine}
-        self._committed_at = time.monotonic()
         try:
-            if offsets:
-                await consumer.commit(offsets)
-            self._applied.clear()
+            await consumer.commit({partition: records[-1].offset + 1})
             self._broker.succeeded()
         except CommitFailedError as error:
-            self._applied.clear()  # the group rebalanced: the same as above
-            log.warning("%s: offsets %s not committed: %s", self.name, offsets, error)
+            # The group rebalanced: another member (or this one, later) gets the partition
+            # from the last committed offset, and the inbox drops what was applied.
+            log.warning("%s: offsets of %s not committed: %s", self.name, partition, error)
         except KafkaError as error:
-            self._broker.failed(error)  # kept, and tried again at the next poll
+            self._broker.failed(error)
 
 
 async def _unless_stopping(start: Coroutine[Any, Any, None], stopping: asyncio.Event) -> bool:
