@@ -356,7 +356,7 @@ class Bench:
                 busy_share=spent.busy_share if spent else 0.0,
                 worst_lateness_s=lateness,
                 gateway_requests=self.tally.requests - requests,
-                units={k: units_after[k] - units_before.get(k, 0.0) for k in units_after},
+                units=units.gained(units_before, units_after),
             ),
             after,
         )

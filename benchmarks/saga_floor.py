@@ -37,7 +37,6 @@ from __future__ import annotations
 import asyncio
 import email
 import json
-import os
 import socket
 import statistics
 import time
@@ -126,9 +125,9 @@ class Machine:
         before = cpu.sample()
         await asyncio.sleep(IDLE_S)
         after = cpu.sample()
-        if before and after:
-            busy = (after.machine_busy - before.machine_busy) * 1000 / _ticks_per_s()
-            self.idle_ms_per_s = busy / (after.wall - before.wall)
+        spent = cpu.spent(before, after, 1)
+        if before and after and spent:
+            self.idle_ms_per_s = spent.machine_ms / (after.wall - before.wall)
 
     async def priced(self, count: int, work: Work, at_once: int = AT_ONCE) -> float:
         """Machine CPU (ms) per unit of `count` units done `at_once` at a time."""
@@ -139,14 +138,11 @@ class Machine:
         before = cpu.sample()
         await job
         after = cpu.sample()
-        if before is None or after is None:
+        spent = cpu.spent(before, after, count)
+        if before is None or after is None or spent is None:
             raise SystemExit("the floor reads the machine's CPU from /proc: Linux only")
-        busy = (after.machine_busy - before.machine_busy) * 1000 / _ticks_per_s()
-        return max(0.0, busy - self.idle_ms_per_s * (after.wall - before.wall)) / count
-
-
-def _ticks_per_s() -> int:
-    return os.sysconf("SC_CLK_TCK")
+        idle_ms = self.idle_ms_per_s * (after.wall - before.wall) / count
+        return max(0.0, spent.machine_ms - idle_ms)
 
 
 async def _spread(count: int, work: Work, at_once: int) -> None:

@@ -62,11 +62,9 @@ def summed(pages: Iterable[Counts]) -> Counts:
     return total
 
 
-def per_saga(before: Counts, after: Counts, sagas: int) -> Counts:
-    """What the counters gained, per saga."""
-    if sagas <= 0:
-        return dict.fromkeys(after, 0.0)
-    return {kind: (after[kind] - before.get(kind, 0.0)) / sagas for kind in after}
+def gained(before: Counts, after: Counts) -> Counts:
+    """What the counters gained between two readings."""
+    return {kind: after[kind] - before.get(kind, 0.0) for kind in after}
 
 
 async def read(urls: Iterable[str]) -> Counts:

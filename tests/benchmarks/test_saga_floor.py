@@ -45,13 +45,12 @@ def test_a_metrics_page_counts_each_kind_of_work_from_its_counters_and_nothing_e
     }
 
 
-def test_the_work_per_saga_is_what_the_summed_pages_gained_over_the_sagas() -> None:
+def test_the_work_of_a_loop_is_what_the_summed_pages_gained_between_two_readings() -> None:
     before = units.summed([units.counted(PAGE), units.counted("")])
     after = units.summed([units.counted(PAGE), units.counted(PAGE)])
-    gained = units.per_saga(before, after, sagas=2)
-    assert gained["grpc_calls"] == pytest.approx(4.5)
-    assert gained["mails"] == pytest.approx(1.0)
-    assert units.per_saga(before, after, sagas=0)["grpc_calls"] == 0.0
+    gained = units.gained(before, after)
+    assert gained["grpc_calls"] == pytest.approx(9.0)
+    assert gained["mails"] == pytest.approx(2.0)
 
 
 def test_the_floor_prices_each_kind_by_what_one_saga_asked_and_http_from_every_caller() -> None:
