@@ -22,6 +22,8 @@ from typing import Any, cast
 import httpx
 import pytest
 
+from sandboxes.mail import parsing
+from sandboxes.mail import state as state_module
 from sandboxes.mail.state import MAX_KEPT, MailState
 from tests.support.sandboxes import (
     CONTROL_TOKEN,
@@ -482,6 +484,30 @@ async def test_reset_forgets_messages_and_faults(
     faults = (await http.get("/_sandbox/faults")).json()
     assert (faults["refuse_next"], faults["offline_for_ms"]) == (0, 0)
     await send(mail, access_mail(recipient()))
+
+
+def test_a_mail_is_read_when_first_asked_for_and_found_by_its_message_id_before(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    reads: list[bytes] = []
+
+    def counted(raw: bytes) -> parsing.MessageContent:
+        reads.append(raw)
+        return parsing.read_message(raw)
+
+    monkeypatch.setattr(state_module, "read_message", counted)
+    state = MailState()
+    folded = b"Subject: folded\r\nMessage-ID:\r\n <folded@liftfit.test>\r\n\r\nbody\r\n"
+    for raw in (bytes(access_mail(recipient())), folded):
+        state.store(SENDER, ["a@example.test"], raw)
+
+    [found] = state.find("<folded@liftfit.test>", None)
+    assert state.lookup("<folded@liftfit.test>")["status"] == "received"
+    assert reads == []  # stored, searched and looked up: no body read yet
+
+    assert found.to_api()["message_id"] == found.content.header("Message-ID")
+    assert found.to_api()["text"] == "body\n"
+    assert reads == [folded]  # read once, when first shown
 
 
 def test_only_the_newest_messages_are_kept() -> None:
