@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 from aiokafka import AIOKafkaProducer
 from opentelemetry import propagate, trace
@@ -174,6 +174,17 @@ def database_batch(templates: Sequence[str]) -> Iterator[None]:
         suppress_instrumentation(),
     ):
         yield
+
+
+Method = TypeVar("Method", bound=Callable[..., Any])
+
+
+def untraced(method: Method) -> Method:
+    """`method` as its library wrote it, without the wrapper an instrumentation put
+    around it: for work that is no part of any trace and must not read trace headers
+    (the gateway's listener reads records' keys only, decision 0008)."""
+    unwrapped: Method = getattr(method, "__wrapped__", method)
+    return unwrapped
 
 
 def database_spans_enabled() -> bool:

@@ -17,6 +17,8 @@ from typing import Any
 
 import httpx
 import pytest
+from aiokafka import AIOKafkaProducer
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from gateway_bff.booking_cache import BookingCache
 from gateway_bff.booking_changes import BookingChanges, consumer_factory
@@ -114,3 +116,59 @@ async def test_the_listener_forgets_everything_once_it_attaches(platform: Platfo
     finally:
         stopping.set()
         await asyncio.wait_for(listening, 10)
+
+
+async def test_the_listener_reads_no_trace_headers_and_opens_no_span(
+    platform: Platform, span_exporter: InMemorySpanExporter
+) -> None:
+    """With tracing on (span_exporter), as in the gateway's process: a record it hears
+    makes no span in the trace its headers name (decision 0008: only the key is read)."""
+    cache = BookingCache(ttl_s=600.0)
+    cache.finish_reading(cache.start_reading(str(uuid.uuid4())), "org-a", b"kept while away")
+    make = consumer_factory(
+        platform.env["KAFKA_BOOTSTRAP"], platform.env["TOPIC_PREFIX"], as_principal("gateway")
+    )
+    stopping = asyncio.Event()
+    listening = asyncio.create_task(BookingChanges(make, cache).run(stopping))
+    trace_id = uuid.uuid4().hex
+    try:
+
+        async def attached() -> bool:  # it forgets what was kept before it attached
+            assert not listening.done(), listening
+            return len(cache) == 0
+
+        await eventually(attached, 30, every=0.1)
+        changed = str(uuid.uuid4())
+        cache.finish_reading(cache.start_reading(changed), "org-a", b"before the change")
+        await _send_change(platform, changed, f"00-{trace_id}-{uuid.uuid4().hex[:16]}-01")
+
+        async def heard() -> bool:
+            assert not listening.done(), listening
+            return cache.get("org-a", changed) is None
+
+        await eventually(heard, 30, every=0.1)
+    finally:
+        stopping.set()
+        await asyncio.wait_for(listening, 10)
+    in_that_trace = [
+        span.name
+        for span in span_exporter.get_finished_spans()
+        if span.context is not None and f"{span.context.trace_id:032x}" == trace_id
+    ]
+    assert in_that_trace == []
+
+
+async def _send_change(platform: Platform, booking_id: str, traceparent: str) -> None:
+    producer = AIOKafkaProducer(
+        bootstrap_servers=platform.env["KAFKA_BOOTSTRAP"], **as_principal("booking")
+    )
+    await producer.start()
+    try:
+        await producer.send_and_wait(
+            platform.env["TOPIC_PREFIX"] + "booking.events",
+            b"not read",
+            key=booking_id.encode(),
+            headers=[("traceparent", traceparent.encode())],
+        )
+    finally:
+        await producer.stop()
