@@ -79,6 +79,7 @@ from benchmarks.customers import (
 )
 from benchmarks.stats import percentile
 from servicekit.kafka_access import client_security
+from servicekit.runtime import run_event_loop
 from tests.gateway.api import OPS, Api
 from tests.support.infrastructure import (
     Infrastructure,
@@ -658,7 +659,7 @@ def main() -> None:
         f"{CUSTOMERS} customers, {SECONDS:.0f} s per loop, asking again every {POLL_S} s",
         flush=True,
     )
-    outcome = asyncio.run(_measure(infra))
+    outcome = run_event_loop(_measure(infra))
     closed, half, warm_lost = outcome.closed, outcome.half, outcome.warm_lost
     pgbench_db = f"bench_pgbench_{uuid.uuid4().hex[:8]}"
     try:

@@ -13,6 +13,7 @@ import contextlib
 import os
 import signal
 import sys
+import tempfile
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -142,17 +143,21 @@ def _with_driver(url: str) -> str:
 
 
 async def _run_script(env: dict[str, str], state: Path) -> str:
-    script = await asyncio.create_subprocess_exec(
-        "bash",
-        "scripts/platform.sh",
-        "up",
-        cwd=REPO,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
-    out, _ = await asyncio.wait_for(script.communicate(), 300)
-    output = out.decode(errors="replace")
+    # The script's output goes to a file, not a pipe: the processes it starts keep what it
+    # gave them open, and uvloop, unlike asyncio's own loop, then never saw the pipe end.
+    with tempfile.TemporaryFile() as out:
+        script = await asyncio.create_subprocess_exec(
+            "bash",
+            "scripts/platform.sh",
+            "up",
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        await asyncio.wait_for(script.wait(), 300)
+        out.seek(0)
+        output = out.read().decode(errors="replace")
     logs = "\n".join(p.read_text(errors="replace")[-3000:] for p in (state / "log").glob("*.log"))
     assert script.returncode == 0, f"{output}\n{logs}"
     return output
