@@ -42,9 +42,11 @@ def read_message(raw: bytes) -> MessageContent:
 
 
 def message_id_of(raw: bytes) -> str | None:
-    """The Message-ID as `read_message(raw).header("Message-ID")` reads it, from the
-    headers alone: a search or a lookup needs only this, and reading the bodies cost most
-    of the sandbox's CPU per mail."""
+    """The Message-ID, read from the headers alone as `read_message` reads it: a search or
+    a lookup needs only this, and reading the bodies cost most of the sandbox's CPU per
+    mail. Only the headers decide which reading applies, so where `read_message` falls
+    back because a body or another header fails the strict reading, a folded or encoded
+    Message-ID may read differently there."""
     lines = _lines(raw)
     try:
         headers = BytesHeaderParser(policy=policy.default).parsebytes(lines)

@@ -8,9 +8,10 @@ minutes: within that, only the change it hears can make it answer a booking's ne
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -101,21 +102,8 @@ async def test_the_listener_forgets_everything_once_it_attaches(platform: Platfo
     cache = BookingCache(ttl_s=600.0)
     kept = str(uuid.uuid4())
     cache.finish_reading(cache.start_reading(kept), "org-a", b"kept while away")
-    make = consumer_factory(
-        platform.env["KAFKA_BOOTSTRAP"], platform.env["TOPIC_PREFIX"], as_principal("gateway")
-    )
-    stopping = asyncio.Event()
-    listening = asyncio.create_task(BookingChanges(make, cache).run(stopping))
-    try:
-
-        async def forgotten() -> bool:
-            assert not listening.done(), listening
-            return len(cache) == 0
-
-        await eventually(forgotten, 30, every=0.1)
-    finally:
-        stopping.set()
-        await asyncio.wait_for(listening, 10)
+    async with _listening(platform, cache) as until:
+        await until(lambda: len(cache) == 0)
 
 
 async def test_the_listener_reads_no_trace_headers_and_opens_no_span(
@@ -125,37 +113,46 @@ async def test_the_listener_reads_no_trace_headers_and_opens_no_span(
     makes no span in the trace its headers name (decision 0008: only the key is read)."""
     cache = BookingCache(ttl_s=600.0)
     cache.finish_reading(cache.start_reading(str(uuid.uuid4())), "org-a", b"kept while away")
-    make = consumer_factory(
-        platform.env["KAFKA_BOOTSTRAP"], platform.env["TOPIC_PREFIX"], as_principal("gateway")
-    )
-    stopping = asyncio.Event()
-    listening = asyncio.create_task(BookingChanges(make, cache).run(stopping))
     trace_id = uuid.uuid4().hex
-    try:
-
-        async def attached() -> bool:  # it forgets what was kept before it attached
-            assert not listening.done(), listening
-            return len(cache) == 0
-
-        await eventually(attached, 30, every=0.1)
+    async with _listening(platform, cache) as until:
+        await until(lambda: len(cache) == 0)  # attached: it forgot what was kept before
         changed = str(uuid.uuid4())
         cache.finish_reading(cache.start_reading(changed), "org-a", b"before the change")
         await _send_change(platform, changed, f"00-{trace_id}-{uuid.uuid4().hex[:16]}-01")
-
-        async def heard() -> bool:
-            assert not listening.done(), listening
-            return cache.get("org-a", changed) is None
-
-        await eventually(heard, 30, every=0.1)
-    finally:
-        stopping.set()
-        await asyncio.wait_for(listening, 10)
+        await until(lambda: cache.get("org-a", changed) is None)
     in_that_trace = [
         span.name
         for span in span_exporter.get_finished_spans()
         if span.context is not None and f"{span.context.trace_id:032x}" == trace_id
     ]
     assert in_that_trace == []
+
+
+Until = Callable[[Callable[[], bool]], Awaitable[None]]
+
+
+@contextlib.asynccontextmanager
+async def _listening(platform: Platform, cache: BookingCache) -> AsyncIterator[Until]:
+    """The listener on the platform's topics as the gateway principal, and `until`, which
+    waits for a condition on the cache and fails at once if the listener has died."""
+    make = consumer_factory(
+        platform.env["KAFKA_BOOTSTRAP"], platform.env["TOPIC_PREFIX"], as_principal("gateway")
+    )
+    stopping = asyncio.Event()
+    listening = asyncio.create_task(BookingChanges(make, cache).run(stopping))
+
+    async def until(condition: Callable[[], bool]) -> None:
+        async def met() -> bool:
+            assert not listening.done(), listening
+            return condition()
+
+        await eventually(met, 30, every=0.1)
+
+    try:
+        yield until
+    finally:
+        stopping.set()
+        await asyncio.wait_for(listening, 10)
 
 
 async def _send_change(platform: Platform, booking_id: str, traceparent: str) -> None:
