@@ -1,7 +1,14 @@
 # LIFT & FIT Private Space. `make up` runs the whole platform locally; `make test` runs every test.
 SHELL := /bin/bash
 PY := .venv/bin/python
-VENV_STAMP := .venv/.installed
+# The interpreter under .venv: the one the images carry, Debian's python3.11 (make images builds
+# the base from it when the public image cannot be had; the public image's is built the same
+# way, with profile-guided and link-time optimisation). A Python built without them, as pyenv
+# builds by default, runs the services' code about a quarter slower, and the benchmarks would
+# measure an interpreter the platform never runs (docs/performance.md). Elsewhere, the first
+# python3.11 on PATH. The stamp names it, so a venv made on another interpreter is made again.
+BASE_PYTHON ?= $(firstword $(wildcard /usr/bin/python3.11) $(shell command -v python3.11 || command -v python3))
+VENV_STAMP := .venv/.installed-$(subst /,_,$(BASE_PYTHON))
 
 # Jaeger v2, built once from the Go module proxy (deploy/local/jaeger pins the version in its
 # go.mod and go.sum) into .local/bin; built again only when those change.
@@ -12,8 +19,11 @@ JAEGER := .local/bin/jaeger
 install: $(VENV_STAMP) build/gen/liftfit web-tools
 
 $(VENV_STAMP): requirements.lock
-	@command -v python3.11 >/dev/null || command -v python3 >/dev/null
-	@test -x .venv/bin/python || python3 -m venv .venv
+	@test -n "$(BASE_PYTHON)" || { echo "no python3.11 found" >&2; exit 1; }
+	@real='import os, sys; print(os.path.realpath(getattr(sys, "_base_executable", sys.executable)))'; \
+	  if [ -x .venv/bin/python ] && [ "$$(.venv/bin/python -c "$$real")" != "$$($(BASE_PYTHON) -c "$$real")" ]; then \
+	  echo "[install] .venv was made on another interpreter: making it again on $(BASE_PYTHON)"; rm -rf .venv; fi
+	@test -x .venv/bin/python || $(BASE_PYTHON) -m venv .venv
 	.venv/bin/pip install -q --upgrade pip
 	.venv/bin/pip install -q -r requirements.lock
 	@site=$$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
@@ -28,7 +38,7 @@ protos: $(VENV_STAMP)
 
 # Re-resolves requirements.in into the pinned requirements.lock.
 lock:
-	rm -rf /tmp/liftfit-lock && python3 -m venv /tmp/liftfit-lock
+	rm -rf /tmp/liftfit-lock && $(BASE_PYTHON) -m venv /tmp/liftfit-lock
 	/tmp/liftfit-lock/bin/pip install -q -r requirements.in
 	/tmp/liftfit-lock/bin/pip freeze | sort -f > requirements.lock
 

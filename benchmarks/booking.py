@@ -45,6 +45,7 @@ import re
 import statistics
 import subprocess
 import tempfile
+import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -58,6 +59,7 @@ import grpc
 from liftfit.booking.v1 import booking_pb2 as pb
 from liftfit.booking.v1 import events_pb2 as ev
 from liftfit.booking.v1.booking_pb2_grpc import BookingServiceStub
+from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks import cpu as bench_cpu
 from benchmarks.configuration import SPANS_DROPPED, Configuration, deviations
@@ -287,17 +289,23 @@ CONFIGURATIONS = (PLATFORM, STRIPPED, WITHOUT_BOUNDARY)
 
 @asynccontextmanager
 async def _replicas(
-    shared: Shared, configuration: Configuration, collector: Collector, logs: Path
+    shared: Shared,
+    configuration: Configuration,
+    collector: Collector,
+    logs: Path,
+    pythons: Sequence[str] = (),
 ) -> AsyncIterator[list[ServiceProcess]]:
     """Starts the replicas, each the service's own process serving `shared.address`,
-    one after another, each watched on its own health port; yields them."""
+    one after another, each watched on its own health port; yields them. Replica i runs
+    on `pythons[i]` when given (benchmarks.interpreters), else on this interpreter."""
     started: list[ServiceProcess] = []
     try:
-        for _ in range(REPLICAS):
+        for number in range(max(REPLICAS, len(pythons))):
             env = _replica_environment(shared, _configured(configuration, collector))
             if configuration.platform and (problems := deviations(env, ["booking"], ["booking"])):
                 raise SystemExit("not the platform's own configuration: " + "; ".join(problems))
-            replica = ServiceProcess("booking", env, Path(tempfile.mkdtemp(dir=logs)))
+            python = pythons[number] if number < len(pythons) else ""
+            replica = ServiceProcess("booking", env, Path(tempfile.mkdtemp(dir=logs)), python)
             started.append(replica)
             await replica.restart(REPLICA_START_S)
         yield started
@@ -314,11 +322,25 @@ def _dropped_spans(replica: ServiceProcess) -> bool:
 
 
 @dataclass(frozen=True)
+class ReplicaShare:
+    """One replica's part of the checkouts, read from its own /metrics and /proc."""
+
+    python: str
+    checkouts: int
+    cpu_ms: float
+
+    @property
+    def cpu_ms_per_checkout(self) -> float:
+        return self.cpu_ms / self.checkouts if self.checkouts else 0.0
+
+
+@dataclass(frozen=True)
 class CheckoutFigures:
     checkouts: Run
     race: Run
     cpu: bench_cpu.Spent | None
     spans_dropped: bool = False
+    replicas: tuple[ReplicaShare, ...] = ()  # with /metrics served (the platform's)
 
     @property
     def rate(self) -> float:
@@ -335,8 +357,10 @@ async def measure_checkouts(
     configuration: Configuration,
     collector: Collector,
     logs: Path,
+    pythons: Sequence[str] = (),
 ) -> CheckoutFigures:
-    """One configuration's checkouts and race, on topics of their own."""
+    """One configuration's checkouts and race, on topics of their own; the replicas on
+    `pythons` when given (see _replicas)."""
     prefix = await create_topics(infra.kafka_bootstrap, TOPICS)
     try:
         await grant_kafka_access(infra, prefix)  # booking's ACLs, as make up's broker has them
@@ -345,9 +369,8 @@ async def measure_checkouts(
             infra.kafka_bootstrap,
             prefix,
         )
-        async with _replicas(shared, configuration, collector, logs) as replicas:
-            names = {r.pid: bench_cpu.SELF for r in replicas} | {os.getpid(): THIS_PROCESS}
-            figures = await _measure_with(shared.address, names, configuration.boundary)
+        async with _replicas(shared, configuration, collector, logs, pythons) as replicas:
+            figures = await _measure_with(shared.address, replicas, configuration.boundary)
         return replace(figures, spans_dropped=any(map(_dropped_spans, replicas)))
     finally:
         # Deleted, as the tests delete theirs: every run used to leave its nine partitions
@@ -356,7 +379,10 @@ async def measure_checkouts(
         await delete_topics(infra.kafka_bootstrap, prefix, list(TOPICS))
 
 
-async def _measure_with(target: str, names: dict[int, str], boundary: bool) -> CheckoutFigures:
+async def _measure_with(
+    target: str, replicas: Sequence[ServiceProcess], boundary: bool
+) -> CheckoutFigures:
+    names = {r.pid: bench_cpu.SELF for r in replicas} | {os.getpid(): THIS_PROCESS}
     channel = tls.channel(target) if boundary else grpc.aio.insecure_channel(target)
     try:
         slots = await _create_slots(BookingServiceStub(channel), CHECKOUTS + 1)
@@ -364,14 +390,54 @@ async def _measure_with(target: str, names: dict[int, str], boundary: bool) -> C
         await channel.close(grace=None)
     org = str(uuid.uuid4())
     data = [_checkout(org, slot, f"k-{i}") for i, slot in enumerate(slots[:CHECKOUTS])]
+    answered = await asyncio.to_thread(_checkouts_answered, replicas)
     before = bench_cpu.sample(names=names)
     load = (f"--concurrency={CLIENTS}", f"--total={CHECKOUTS}")
     checkouts = await _ghz(target, data, *load, names=names, boundary=boundary)
     cpu = bench_cpu.spent(before, checkouts.ended, len(checkouts.latencies))
+    counted = await asyncio.to_thread(_checkouts_answered, replicas)
+    shares = _shares(replicas, answered, counted, before, checkouts.ended)
     racers = [_checkout(org, slots[-1], f"race-{i}") for i in range(RACERS)]
     racing = (f"--concurrency={RACERS}", f"--total={RACERS}")
     race = await _ghz(target, racers, *racing, boundary=boundary)
-    return CheckoutFigures(checkouts, race, cpu)
+    return CheckoutFigures(checkouts, race, cpu, replicas=shares)
+
+
+def _checkouts_answered(replicas: Sequence[ServiceProcess]) -> list[float] | None:
+    """Each replica's Checkout calls answered so far, as its /metrics counts them; None
+    without /metrics (the stripped configurations)."""
+    addresses = [r.env.get("BOOKING_METRICS_ADDRESS", "") for r in replicas]
+    if not all(addresses):
+        return None
+    return [_counted_checkouts(address) for address in addresses]
+
+
+def _counted_checkouts(address: str) -> float:
+    with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        if family.name == "liftfit_grpc_server_requests"
+        for sample in family.samples
+        if sample.labels.get("method", "").endswith("/Checkout")
+    )
+
+
+def _shares(
+    replicas: Sequence[ServiceProcess],
+    answered: list[float] | None,
+    counted: list[float] | None,
+    before: bench_cpu.CpuSample | None,
+    after: bench_cpu.CpuSample | None,
+) -> tuple[ReplicaShare, ...]:
+    """Each replica's checkouts and CPU between the two samples (the checkouts' load)."""
+    if answered is None or counted is None or before is None or after is None:
+        return ()
+    return tuple(
+        ReplicaShare(replica.python, round(c - a), bench_cpu.process_ms(before, after, replica.pid))
+        for replica, a, c in zip(replicas, answered, counted, strict=True)
+    )
 
 
 def measure_pgbench(database_url: str) -> float:
@@ -405,6 +471,12 @@ def _print_round(number: int, configuration: Configuration, figures: CheckoutFig
     )
     if figures.cpu is not None:
         print(f"  {figures.cpu}", flush=True)
+    for share in figures.replicas:
+        print(
+            f"  replica on {share.python}: {share.checkouts} checkouts, "
+            f"{share.cpu_ms_per_checkout:.2f} ms of its CPU each",
+            flush=True,
+        )
 
 
 def summarise(rounds: Sequence[CheckoutFigures], tps: float) -> dict[str, Any]:

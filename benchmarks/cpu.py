@@ -109,6 +109,14 @@ def spent(before: CpuSample | None, after: CpuSample | None, work: int) -> Spent
     )
 
 
+def process_ms(before: CpuSample, after: CpuSample, pid: int) -> float:
+    """One process's CPU milliseconds between two samples (0 if it was not in both)."""
+    started, ended = before.by_process.get(str(pid)), after.by_process.get(str(pid))
+    if started is None or ended is None:
+        return 0.0
+    return (ended[1] - started[1]) / _TICKS_PER_S * 1000
+
+
 def listening_pid(port: int) -> int | None:
     """The process that listens on TCP `port` (IPv4 or IPv6), from /proc; None when none
     of the processes this one may inspect does: which of the machine's PostgreSQL servers

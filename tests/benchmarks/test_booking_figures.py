@@ -6,7 +6,15 @@ from __future__ import annotations
 import pytest
 
 from benchmarks import cpu as bench_cpu
-from benchmarks.booking import CheckoutFigures, Run, boundary_ratios, cpu_ratios, summarise
+from benchmarks import interpreters
+from benchmarks.booking import (
+    CheckoutFigures,
+    ReplicaShare,
+    Run,
+    boundary_ratios,
+    cpu_ratios,
+    summarise,
+)
 
 
 def _round(rate: float, booking_cpu_ms: float, dropped: bool = False) -> CheckoutFigures:
@@ -43,3 +51,18 @@ def test_the_boundary_s_cost_is_the_stripped_figures_over_those_without_it() -> 
         "checkouts_per_s_ratio_on_off": 0.938,
         "booking_cpu_ms_per_checkout_ratio_on_off": 1.04,
     }
+
+
+def test_two_interpreters_are_compared_by_the_medians_of_their_replicas_cpu_per_checkout() -> None:
+    # Round by round the first replica, which leads the relay, spends more: 1.4 against 1.0.
+    per_checkout = {"/a/python": [1.4, 1.0, 1.4, 1.0], "/b/python": [1.0, 1.4, 1.0, 1.4]}
+    summary = interpreters.summary(per_checkout, ("/a/python", "/b/python"))
+    assert summary["median_cpu_ms_per_checkout"] == {"/a/python": 1.2, "/b/python": 1.2}
+    assert summary["other_over_this"] == 1.0  # the leader's extra work cancels
+    faster = {"/a/python": [1.4, 1.0], "/b/python": [0.9, 1.26]}  # b: 10 % less in both places
+    assert interpreters.summary(faster, ("/a/python", "/b/python"))["other_over_this"] == 0.9
+
+
+def test_a_replica_s_share_is_its_cpu_over_the_checkouts_it_answered() -> None:
+    assert ReplicaShare("/a/python", 2000, 2600.0).cpu_ms_per_checkout == 1.3
+    assert ReplicaShare("/a/python", 0, 10.0).cpu_ms_per_checkout == 0.0

@@ -104,9 +104,10 @@ def service_environment(
 class ServiceProcess:
     """One service's process: spawned, killed and spawned again under the same settings."""
 
-    def __init__(self, name: str, env: Mapping[str, str], log_dir: Path) -> None:
+    def __init__(self, name: str, env: Mapping[str, str], log_dir: Path, python: str = "") -> None:
         self.name = name
         self.env = dict(env)
+        self.python = python or sys.executable  # another interpreter: benchmarks.interpreters
         password = env.get(f"{name.upper()}_KAFKA_PASSWORD")
         if password:  # platform.env's: Kafka as the service's own principal, as
             # scripts/platform.sh starts it; the topics' prefix needs its ACLs
@@ -128,7 +129,7 @@ class ServiceProcess:
             log.write(f"{HARNESS_MARK} {started} python -m services.{self.name}\n".encode())
             log.flush()
             self._process = subprocess.Popen(
-                [sys.executable, "-m", f"services.{self.name}"],
+                [self.python, "-m", f"services.{self.name}"],
                 cwd=REPO_ROOT,
                 env=self.env,
                 stdin=subprocess.DEVNULL,
