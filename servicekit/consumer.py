@@ -1,10 +1,14 @@
 """Feeding one consumer group's Kafka records to an Inbox.
 
 Offsets are committed after the inbox's database commit, so a crash redelivers rather
-than loses. The Kafka consumer is created and started inside the worker, not before it:
-a service starts and serves while the broker is down, and its consumers join as soon as
-the broker returns. A broker outage is logged when it starts, as a bounded reminder and
-when it ends.
+than loses. They are committed once a poll finds nothing new, and at most every
+COMMIT_EVERY_S while records keep coming, not after every poll: the inbox drops what a
+crash or a rebalance redelivers, and each commit is a round trip to the group's
+coordinator and a record in the broker's offsets log (docs/performance.md).
+
+The Kafka consumer is created and started inside the worker, not before it: a service
+starts and serves while the broker is down, and its consumers join as soon as the broker
+returns. A broker outage is logged when it starts, as a bounded reminder and when it ends.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -26,6 +31,10 @@ from servicekit.supervision import pause
 log = logging.getLogger(__name__)
 ConsumerFactory = Callable[[], AIOKafkaConsumer]
 RECONNECT_WAIT_S = 1.0
+# Under load, how long delivered records may wait for their offsets' commit: what a crash
+# or a rebalance in that time redelivers, the inbox drops as duplicates.
+COMMIT_EVERY_S = 1.0
+COMMIT_ON_STOP_S = 2.0
 
 
 class InboxConsumer:
@@ -37,6 +46,8 @@ class InboxConsumer:
         self.name = name or f"{inbox.name} consumer"
         self.kafka_consumer: AIOKafkaConsumer | None = None
         self._broker = OutageLog(log, f"{self.name}: the broker")
+        self._delivered: dict[TopicPartition, int] = {}  # the next offset, not yet committed
+        self._committed_at = time.monotonic()
 
     async def run(self, stopping: asyncio.Event) -> None:
         consumer = await self._connect(stopping)
@@ -47,6 +58,9 @@ class InboxConsumer:
                 await self._poll_once(consumer)
         finally:
             self.kafka_consumer = None
+            with contextlib.suppress(Exception):  # a broker gone by now keeps them uncommitted
+                async with asyncio.timeout(COMMIT_ON_STOP_S):
+                    await self._commit(consumer)
             with contextlib.suppress(Exception):
                 await consumer.stop()
 
@@ -78,25 +92,37 @@ class InboxConsumer:
             await asyncio.sleep(RECONNECT_WAIT_S)
             return
         for partition, records in batches.items():
-            await self._deliver_partition(consumer, partition, records)
+            await self._deliver_partition(partition, records)
+        if not batches or time.monotonic() - self._committed_at >= COMMIT_EVERY_S:
+            await self._commit(consumer)
 
     async def _deliver_partition(
-        self,
-        consumer: AIOKafkaConsumer,
-        partition: TopicPartition,
-        records: list[ConsumerRecord[Any, Any]],
+        self, partition: TopicPartition, records: list[ConsumerRecord[Any, Any]]
     ) -> None:
         for record in records:
             await self._inbox.deliver(Delivery.of(record))
+            self._delivered[partition] = record.offset + 1
+
+    async def _commit(self, consumer: AIOKafkaConsumer) -> None:
+        """Commits the delivered records' offsets of the partitions still assigned; a
+        partition lost to a rebalance is redelivered to its new owner from its last commit."""
+        self._committed_at = time.monotonic()
+        assigned = consumer.assignment()
+        offsets = {tp: offset for tp, offset in self._delivered.items() if tp in assigned}
+        self._delivered.clear()
+        if not offsets:
+            return
         try:
-            await consumer.commit({partition: records[-1].offset + 1})
+            await consumer.commit(offsets)
             self._broker.succeeded()
         except CommitFailedError as error:
             # The group rebalanced: another member (or this one, later) gets the partition
             # from the last committed offset, and the inbox drops what was applied.
-            log.warning("%s: offsets of %s not committed: %s", self.name, partition, error)
+            log.warning("%s: offsets of %s not committed: %s", self.name, sorted(offsets), error)
         except KafkaError as error:
             self._broker.failed(error)
+            for partition, offset in offsets.items():  # tried again with the next commit
+                self._delivered.setdefault(partition, offset)
 
 
 async def _unless_stopping(start: Coroutine[Any, Any, None], stopping: asyncio.Event) -> bool:

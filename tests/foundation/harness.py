@@ -137,9 +137,10 @@ async def start_consumer(
     group: str,
     policy: RetryPolicy | None = None,
     dead_letters: kafka.ProducerLink | None = None,
+    watch: Callable[[AIOKafkaConsumer], None] = lambda consumer: None,
 ) -> RunningConsumer:
     """The consumer of `topic`, its dead-letter copies sent through `dead_letters` (a link
-    to a producer of its own by default)."""
+    to a producer of its own by default); `watch` sees each Kafka consumer it makes."""
     if dead_letters is None:
         producer = kafka.make_producer(bootstrap, f"{group}-dlq")
         await producer.start()
@@ -152,7 +153,13 @@ async def start_consumer(
         dead_letters=dead_letters,
         policy=policy or RetryPolicy(max_attempts=3, base_delay_s=0.05, max_delay_s=0.2),
     )
-    consumer = InboxConsumer(lambda: kafka.make_consumer(bootstrap, group, [topic]), inbox)
+
+    def make_consumer() -> AIOKafkaConsumer:
+        made = kafka.make_consumer(bootstrap, group, [topic])
+        watch(made)
+        return made
+
+    consumer = InboxConsumer(make_consumer, inbox)
     stopping = asyncio.Event()
     task = asyncio.create_task(consumer.run(stopping))
     await waiting.eventually(_connected(consumer), 30)

@@ -7,10 +7,12 @@ import uuid
 from typing import Any
 
 import pytest
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from google.protobuf.message import Message
 from google.protobuf.wrappers_pb2 import Int64Value, StringValue
 from sqlalchemy import event, func, select, text
 
+from servicekit import consumer as consumer_module
 from servicekit import envelope, kafka
 from servicekit.inbox import Delivery, Inbox
 from servicekit.retry import RetryPolicy
@@ -48,6 +50,45 @@ async def test_the_same_kafka_message_delivered_ten_times_changes_nothing_after_
     await eventually(all_ten_seen)
     await consumer.stop()
     assert await pair.consumer.applied_count(aggregate) == 1
+
+
+async def test_offsets_are_committed_when_the_records_stop_not_after_each_poll(
+    pair: Pair, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each poll takes one record, so committing after every poll would commit twelve times.
+    monkeypatch.setattr(consumer_module, "COMMIT_EVERY_S", 60.0)
+    aggregate = str(uuid.uuid4())
+    producer = kafka.make_producer(pair.bootstrap, "one-at-a-time")
+    await producer.start()
+    for n in range(12):
+        message = _envelope_bytes(f"record {n}", aggregate)
+        await producer.send_and_wait(pair.topic, message, key=aggregate.encode())
+    await producer.stop()
+    commits: list[dict[TopicPartition, int]] = []
+
+    def one_record_a_poll(made: AIOKafkaConsumer) -> None:
+        getmany, commit = made.getmany, made.commit
+
+        async def take_one(*partitions: TopicPartition, timeout_ms: int = 0, **_: Any) -> Any:
+            return await getmany(*partitions, timeout_ms=timeout_ms, max_records=1)
+
+        async def counted(offsets: dict[TopicPartition, int]) -> None:
+            commits.append(dict(offsets))
+            await commit(offsets)
+
+        made.getmany, made.commit = take_one, counted
+
+    consumer = await start_consumer(
+        pair.consumer, pair.bootstrap, pair.topic, "g-" + aggregate, watch=one_record_a_poll
+    )
+
+    async def all_twelve_committed() -> bool:
+        return sum(commits[-1].values()) == 12 if commits else False
+
+    await eventually(all_twelve_committed)
+    await consumer.stop()
+    assert await pair.consumer.applied_count(aggregate) == 12
+    assert len(commits) <= 2, commits  # once when a poll found nothing (twice if one ran dry)
 
 
 async def test_concurrent_deliveries_of_one_event_apply_it_once(pair: Pair) -> None:
