@@ -471,9 +471,9 @@ def _print_round(number: int, configuration: Configuration, figures: CheckoutFig
     )
     if figures.cpu is not None:
         print(f"  {figures.cpu}", flush=True)
-    for share in figures.replicas:
+    for number, share in enumerate(figures.replicas, 1):  # the first started leads the relay
         print(
-            f"  replica on {share.python}: {share.checkouts} checkouts, "
+            f"  replica {number} ({share.python}): {share.checkouts} checkouts, "
             f"{share.cpu_ms_per_checkout:.2f} ms of its CPU each",
             flush=True,
         )
