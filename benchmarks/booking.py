@@ -45,7 +45,6 @@ import re
 import statistics
 import subprocess
 import tempfile
-import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -59,9 +58,9 @@ import grpc
 from liftfit.booking.v1 import booking_pb2 as pb
 from liftfit.booking.v1 import events_pb2 as ev
 from liftfit.booking.v1.booking_pb2_grpc import BookingServiceStub
-from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks import cpu as bench_cpu
+from benchmarks import units
 from benchmarks.configuration import SPANS_DROPPED, Configuration, deviations
 from benchmarks.jaeger import Collector, running_collector
 from benchmarks.stats import percentile
@@ -390,12 +389,12 @@ async def _measure_with(
         await channel.close(grace=None)
     org = str(uuid.uuid4())
     data = [_checkout(org, slot, f"k-{i}") for i, slot in enumerate(slots[:CHECKOUTS])]
-    answered = await asyncio.to_thread(_checkouts_answered, replicas)
+    answered = await _calls_answered(replicas)
     before = bench_cpu.sample(names=names)
     load = (f"--concurrency={CLIENTS}", f"--total={CHECKOUTS}")
     checkouts = await _ghz(target, data, *load, names=names, boundary=boundary)
     cpu = bench_cpu.spent(before, checkouts.ended, len(checkouts.latencies))
-    counted = await asyncio.to_thread(_checkouts_answered, replicas)
+    counted = await _calls_answered(replicas)
     shares = _shares(replicas, answered, counted, before, checkouts.ended)
     racers = [_checkout(org, slots[-1], f"race-{i}") for i in range(RACERS)]
     racing = (f"--concurrency={RACERS}", f"--total={RACERS}")
@@ -403,25 +402,14 @@ async def _measure_with(
     return CheckoutFigures(checkouts, race, cpu, replicas=shares)
 
 
-def _checkouts_answered(replicas: Sequence[ServiceProcess]) -> list[float] | None:
-    """Each replica's Checkout calls answered so far, as its /metrics counts them; None
-    without /metrics (the stripped configurations)."""
+async def _calls_answered(replicas: Sequence[ServiceProcess]) -> list[float] | None:
+    """Each replica's gRPC calls answered so far, as its /metrics counts them (read as
+    bench-saga reads the parts', benchmarks/units.py): between two readings around the
+    checkouts' load, its checkouts. None without /metrics (the stripped configurations)."""
     addresses = [r.env.get("BOOKING_METRICS_ADDRESS", "") for r in replicas]
     if not all(addresses):
         return None
-    return [_counted_checkouts(address) for address in addresses]
-
-
-def _counted_checkouts(address: str) -> float:
-    with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as answer:
-        text = answer.read().decode()
-    return sum(
-        sample.value
-        for family in text_string_to_metric_families(text)
-        if family.name == "liftfit_grpc_server_requests"
-        for sample in family.samples
-        if sample.labels.get("method", "").endswith("/Checkout")
-    )
+    return [(await units.read([f"http://{a}/metrics"]))["grpc_calls"] for a in addresses]
 
 
 def _shares(

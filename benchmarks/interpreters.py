@@ -31,6 +31,7 @@ import sys
 import tempfile
 import uuid
 from pathlib import Path
+from typing import Any
 
 from benchmarks import booking
 from benchmarks.jaeger import Collector, running_collector
@@ -72,7 +73,7 @@ async def _rounds(
     return per_checkout
 
 
-def summary(per_checkout: dict[str, list[float]], pythons: tuple[str, str]) -> dict[str, object]:
+def summary(per_checkout: dict[str, list[float]], pythons: tuple[str, str]) -> dict[str, Any]:
     """Each interpreter's rounds and median, and the other's CPU per checkout over this
     one's: the geometric mean of the rounds' ratios (each round one measurement of both)."""
     this, other = pythons
@@ -92,6 +93,8 @@ def main() -> None:
     if not Collector.built():
         raise SystemExit("the Jaeger program is missing: `make bench-booking` builds it")
     pythons = (sys.executable, sys.argv[1])
+    if os.path.realpath(pythons[0]) == os.path.realpath(pythons[1]):
+        raise SystemExit(f"{sys.argv[1]} is the interpreter running this: name another one")
     infra = ensure_infrastructure()
     templates = MigratedTemplates(infra.pg_admin_dsn)
     try:
@@ -99,8 +102,7 @@ def main() -> None:
     finally:
         templates.drop_all()
     figures = summary(per_checkout, pythons)
-    for python in pythons:
-        median = statistics.median(per_checkout[python])
+    for python, median in figures["median_cpu_ms_per_checkout"].items():
         print(f"median, {python}: {median:.3f} ms of booking's CPU per checkout")
     print(f"{pythons[1]} over {pythons[0]}: {figures['other_over_this']}")
     print(json.dumps(figures))
