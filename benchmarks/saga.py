@@ -60,6 +60,7 @@ from aiokafka.structs import TopicPartition
 
 from benchmarks import cpu, saga_floor, units
 from benchmarks.booking import measure_pgbench
+from benchmarks.browser import AiohttpTransport
 from benchmarks.configuration import deviations
 from benchmarks.customers import (
     Customer,
@@ -461,7 +462,10 @@ async def customers_of(
         customers = []
         for _ in range(count):
             client = httpx.AsyncClient(
-                base_url=platform.gateway, timeout=15, event_hooks={"request": [tally.count]}
+                base_url=platform.gateway,
+                timeout=15,
+                event_hooks={"request": [tally.count]},
+                transport=AiohttpTransport(),
             )
             api = Api(await stack.enter_async_context(client))
             email = f"bench-{uuid.uuid4().hex[:10]}@example.test"
@@ -476,12 +480,21 @@ async def sandboxes_of(platform: Platform, tally: Tally | None = None) -> AsyncI
     card_url = platform.env["CARD_GATEWAY_URL"]
     hooks = {"request": [(tally or Tally()).count_sandbox]}
     async with (
-        httpx.AsyncClient(base_url=card_url, timeout=15, event_hooks=hooks) as card,
         httpx.AsyncClient(
-            base_url=platform.env["LOCK_PROVIDER_URL"], auth=control, timeout=30, event_hooks=hooks
+            base_url=card_url, timeout=15, event_hooks=hooks, transport=AiohttpTransport()
+        ) as card,
+        httpx.AsyncClient(
+            base_url=platform.env["LOCK_PROVIDER_URL"],
+            auth=control,
+            timeout=30,
+            event_hooks=hooks,
+            transport=AiohttpTransport(),
         ) as lock,
         httpx.AsyncClient(
-            base_url=platform.url("MAIL_SANDBOX_HTTP_PORT"), timeout=15, event_hooks=hooks
+            base_url=platform.url("MAIL_SANDBOX_HTTP_PORT"),
+            timeout=15,
+            event_hooks=hooks,
+            transport=AiohttpTransport(),
         ) as mail,
     ):
         yield Sandboxes(card, card_url, lock, mail)
