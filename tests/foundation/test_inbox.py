@@ -11,6 +11,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from google.protobuf.message import Message
 from google.protobuf.wrappers_pb2 import Int64Value, StringValue
 from sqlalchemy import event, func, select, text
+from sqlalchemy.orm import registry
 
 from servicekit import consumer as consumer_module
 from servicekit import envelope, kafka
@@ -260,3 +261,58 @@ async def test_an_event_without_a_handler_is_ignored_without_a_transaction_or_an
 async def _inbox_rows(pair: Pair, consumer: str) -> int:
     t = pair.consumer.tables.inbox.c
     return int(await pair.consumer.scalar(select(func.count()).where(t.consumer == consumer)))
+
+
+async def test_a_handler_that_fails_after_writing_leaves_nothing_written(pair: Pair) -> None:
+    # The inbox's transaction begins with the marker's lock, on a connection in autocommit
+    # mode: a write that ran outside that transaction would outlive the failure.
+    aggregate = str(uuid.uuid4())
+
+    async def writes_then_fails(session, event, payload) -> None:  # type: ignore[no-untyped-def]
+        await session.execute(pair.consumer.switches.insert().values(name=aggregate))
+        raise ValueError("the handler failed after its write")
+
+    inbox = _inbox(pair, "half-done", writes_then_fails, attempts=1)
+    delivery = Delivery(pair.topic, 0, 0, _envelope_bytes("x", aggregate), key=aggregate.encode())
+    assert await inbox.deliver(delivery) == "parked"
+    assert await _switches_named(pair, aggregate) == 0
+
+
+async def test_a_handlers_writes_left_unflushed_commit_with_the_marker_or_not_at_all(
+    pair: Pair,
+) -> None:
+    # The marker travels with COMMIT; the session's pending ORM writes must reach the
+    # database before it, inside the transaction, not after it and on their own.
+    class Switch:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+    registry().map_imperatively(Switch, pair.consumer.switches)
+    taken = f"taken-{uuid.uuid4()}"
+    async with pair.consumer.sessions() as session, session.begin():
+        await session.execute(pair.consumer.switches.insert().values(name=taken))
+    apply = applying_handler(pair.consumer)
+
+    def adding(name: str) -> Any:
+        async def handler(session, event, payload) -> None:  # type: ignore[no-untyped-def]
+            await apply(session, event, payload)
+            session.add(Switch(name))  # not flushed: the inbox's commit writes it
+
+        return handler
+
+    applied, refused = str(uuid.uuid4()), str(uuid.uuid4())
+    fresh = _inbox(pair, "orm-fresh", adding(applied), attempts=1)
+    delivery = Delivery(pair.topic, 0, 0, _envelope_bytes("x", applied), key=applied.encode())
+    assert await fresh.deliver(delivery) == "processed"
+    assert await _switches_named(pair, applied) == 1
+    assert await pair.consumer.applied_count(applied) == 1
+
+    clashing = _inbox(pair, "orm-clash", adding(taken), attempts=1)
+    delivery = Delivery(pair.topic, 0, 1, _envelope_bytes("y", refused), key=refused.encode())
+    assert await clashing.deliver(delivery) == "parked"
+    assert await pair.consumer.applied_count(refused) == 0, "the marker committed alone"
+
+
+async def _switches_named(pair: Pair, name: str) -> int:
+    t = pair.consumer.switches.c
+    return int(await pair.consumer.scalar(select(func.count()).where(t.name == name)))

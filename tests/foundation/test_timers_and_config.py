@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import select
+from sqlalchemy.orm import registry
 
 from servicekit import config
 from servicekit.incidents import Incidents
@@ -251,3 +252,52 @@ async def test_whether_an_aggregate_has_a_pending_timer_is_read_from_an_index_no
     async with side.sessions() as session:
         assert await timers.has_pending(session, "revoke", "5001")
         assert not await timers.has_pending(session, "revoke", "16")  # fired
+
+
+async def test_a_handlers_writes_left_unflushed_commit_with_the_fired_mark_or_not_at_all(
+    pair: Pair,
+) -> None:
+    # The fired mark travels with COMMIT; the session's pending ORM writes must reach the
+    # database before it, inside the transaction, not after it and on their own.
+    side = pair.consumer
+
+    class Switch:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+    registry().map_imperatively(Switch, side.switches)
+    taken, fresh, clashing = (str(uuid.uuid4()) for _ in range(3))
+    async with side.sessions() as session, session.begin():
+        await session.execute(side.switches.insert().values(name=taken))
+        for booking in (fresh, clashing):
+            await Timers(side.tables.timers).schedule(
+                session, "open_door", booking, datetime.now(UTC) - timedelta(seconds=1), {}
+            )
+
+    async def open_door(session, timer: DueTimer) -> None:  # type: ignore[no-untyped-def]
+        await session.execute(
+            side.applied.insert().values(
+                event_id=str(timer.timer_id), aggregate_id=timer.aggregate_id, note="opened"
+            )
+        )
+        session.add(Switch(taken if timer.aggregate_id == clashing else timer.aggregate_id))
+
+    runner = TimerRunner(
+        side.sessions,
+        side.tables.timers,
+        {"open_door": open_door},
+        policy=RetryPolicy(max_attempts=1, base_delay_s=0.01),
+    )
+    assert await runner.fire_due() == 2
+    t = side.tables.timers.c
+
+    async def state_of(booking: str) -> str:
+        return str(await side.scalar(select(t.state).where(t.aggregate_id == booking)))
+
+    await eventually(lambda: _settled(state_of, fresh, clashing))
+    assert (await state_of(fresh), await side.applied_count(fresh)) == ("fired", 1)
+    assert (await state_of(clashing), await side.applied_count(clashing)) == ("failed", 0)
+
+
+async def _settled(state_of: Any, *bookings: str) -> bool:
+    return all([await state_of(booking) in ("fired", "failed") for booking in bookings])
