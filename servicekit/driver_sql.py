@@ -27,7 +27,7 @@ from psycopg.types.json import Jsonb
 from sqlalchemy import Table
 from sqlalchemy.engine.interfaces import PoolProxiedConnection
 from sqlalchemy.exc import DBAPIError, IntegrityError
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from servicekit import driver_pool, tracing
 
@@ -50,7 +50,6 @@ __all__ = [
     "pipeline",
     "queue",
     "select_sql",
-    "sessions_beginning_in_a_pipeline",
     "transaction",
     "update_sql",
 ]
@@ -123,23 +122,6 @@ async def transaction(engine: AsyncEngine) -> AsyncIterator[AsyncSession]:
         except BaseException:
             await end_transaction(session, commit=False)
             raise
-
-
-def sessions_beginning_in_a_pipeline(
-    sessions: async_sessionmaker[AsyncSession],
-) -> async_sessionmaker[AsyncSession]:
-    """Sessions as `sessions` makes them, ORM and all, on connections in autocommit mode,
-    for a transaction whose first statements are a `pipeline`: the pipeline sends BEGIN
-    with them, where psycopg would send BEGIN in a round trip of its own.
-
-    Two rules keep such a transaction one: nothing may run before that first pipeline
-    (it would commit on its own), and a pipeline that ends with `commit_in_pipeline` comes
-    after a flush (ORM writes still pending at the session's own commit would otherwise
-    commit one by one). The session's commit at the end sends COMMIT if the transaction is
-    still open; its rollback sends ROLLBACK."""
-    engine = sessions.kw["bind"].execution_options(isolation_level="AUTOCOMMIT")
-    options = {name: value for name, value in sessions.kw.items() if name != "bind"}
-    return async_sessionmaker(engine, class_=sessions.class_, **options)
 
 
 async def alone(engine: AsyncEngine, sql: str, params: Params) -> list[Any]:

@@ -75,7 +75,6 @@ class Inbox:
     ) -> None:
         self.name = consumer_name
         self._sessions = sessions
-        self._transactions = driver_sql.sessions_beginning_in_a_pipeline(sessions)
         self._inbox = inbox
         self._sql = _MarkerSql.of(inbox)
         self._handlers = handlers
@@ -159,29 +158,20 @@ class Inbox:
     async def _apply_once(
         self, delivery: Delivery, incoming: Incoming, handler: EventHandler
     ) -> str:
-        # Four round trips around the handler's own became two: BEGIN travels with the
-        # marker's lock, and the marker with COMMIT (driver_sql.sessions_beginning_in_a_
-        # pipeline); a round trip's sends were most of an applied delivery's CPU.
-        async with self._transactions() as session, session.begin():
+        async with self._sessions() as session, session.begin():
             marker = await self._lock_marker(session, incoming.event_id)
             if marker is not None and _already_handled(marker, incoming.generation):
                 return "duplicate"
             await handler(session, incoming.envelope, incoming.payload())
             values = _marker_values(delivery, incoming.generation, PROCESSED, None)
-            await session.flush()  # the handler's ORM writes, before the commit below
-            async with driver_sql.pipeline(session):
-                await self._write_marker(
-                    session, incoming.event_id, incoming.event_type, marker, values
-                )
-                await driver_sql.commit_in_pipeline(session)
+            await self._write_marker(
+                session, incoming.event_id, incoming.event_type, marker, values
+            )
             return "processed"
 
     async def _lock_marker(self, session: AsyncSession, event_id: str) -> Any:
-        """The event's marker, locked; the transaction begins with this statement."""
         params = {"consumer": self.name, "event_id": event_id}
-        async with driver_sql.pipeline(session):
-            locked = await driver_sql.queue(session, self._sql.lock, params)
-        return locked.first()
+        return await driver_sql.fetch_one(session, self._sql.lock, params)
 
     async def _write_marker(
         self,

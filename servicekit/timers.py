@@ -232,14 +232,10 @@ class TimerRunner:
             raise LookupError(f"no handler for timer kind {timer.kind!r}")
         async with self._sessions() as session, session.begin():
             await handler(session, timer)
-            await session.flush()  # the handler's ORM writes, before the commit below
-            await self._mark_fired_and_commit(session, timer)
+            await self._mark_fired(session, timer)
 
-    async def _mark_fired_and_commit(self, session: AsyncSession, timer: DueTimer) -> None:
-        # One round trip for the mark and the COMMIT, where they took two.
-        async with driver_sql.pipeline(session):
-            await driver_sql.execute(session, self._fired_sql, _lease_of(timer))
-            await driver_sql.commit_in_pipeline(session)
+    async def _mark_fired(self, session: AsyncSession, timer: DueTimer) -> None:
+        await driver_sql.fetch_all(session, self._fired_sql, _lease_of(timer))
 
     async def _postpone(self, timer: DueTimer, error: BaseException) -> None:
         """Retries later; after the bound the timer fails and an incident is opened."""

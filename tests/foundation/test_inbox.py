@@ -264,8 +264,8 @@ async def _inbox_rows(pair: Pair, consumer: str) -> int:
 
 
 async def test_a_handler_that_fails_after_writing_leaves_nothing_written(pair: Pair) -> None:
-    # The inbox's transaction begins with the marker's lock, on a connection in autocommit
-    # mode: a write that ran outside that transaction would outlive the failure.
+    # The handler's write and the marker are one transaction: a write that ran outside it
+    # (on a connection that commits each statement, say) would outlive the failure.
     aggregate = str(uuid.uuid4())
 
     async def writes_then_fails(session, event, payload) -> None:  # type: ignore[no-untyped-def]
@@ -281,8 +281,8 @@ async def test_a_handler_that_fails_after_writing_leaves_nothing_written(pair: P
 async def test_a_handlers_writes_left_unflushed_commit_with_the_marker_or_not_at_all(
     pair: Pair,
 ) -> None:
-    # The marker travels with COMMIT; the session's pending ORM writes must reach the
-    # database before it, inside the transaction, not after it and on their own.
+    # The session's pending ORM writes reach the database inside the marker's transaction,
+    # not after its commit and on their own.
     class Switch:
         def __init__(self, name: str) -> None:
             self.name = name

@@ -257,8 +257,8 @@ async def test_whether_an_aggregate_has_a_pending_timer_is_read_from_an_index_no
 async def test_a_handlers_writes_left_unflushed_commit_with_the_fired_mark_or_not_at_all(
     pair: Pair,
 ) -> None:
-    # The fired mark travels with COMMIT; the session's pending ORM writes must reach the
-    # database before it, inside the transaction, not after it and on their own.
+    # The session's pending ORM writes reach the database inside the transaction that marks
+    # the timer fired, not after its commit and on their own.
     side = pair.consumer
 
     class Switch:
