@@ -74,4 +74,4 @@ def _without_framing(
     headers: tuple[tuple[bytes, bytes], ...],
 ) -> list[tuple[bytes, bytes]]:
     """The answer's headers less how it was framed: the body is handed over whole."""
-    return [(k, v) for k, v in headers if k.lower() not in (b"transfer-encoding",)]
+    return [(k, v) for k, v in headers if k.lower() != b"transfer-encoding"]

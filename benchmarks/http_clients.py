@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -25,6 +24,8 @@ import httpx
 import uvloop
 
 from benchmarks.browser import AiohttpTransport
+from tests.support.sandboxes import free_port
+from tests.support.waiting import eventually
 
 REQUESTS = int(os.environ.get("BENCH_REQUESTS", "2000"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
@@ -43,12 +44,6 @@ uvicorn.run(app, host="127.0.0.1", port=int(__import__("sys").argv[1]), log_leve
 """
 
 Get = Callable[[], Awaitable[None]]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 async def _cpu_ms_per_request(get: Get, concurrent: int) -> float:
@@ -86,21 +81,17 @@ async def _round(url: str, concurrent: int) -> dict[str, float]:
     return figures
 
 
-async def _wait_for(port: int) -> None:
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            _, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.close()
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.1)
+async def _accepts(port: int) -> bool:
+    try:
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+    except OSError:
+        return False
+    writer.close()
+    return True
 
 
 async def measure(port: int) -> dict[str, dict[str, float]]:
-    await _wait_for(port)
+    await eventually(lambda: _accepts(port), within=20, every=0.1)
     url = f"http://127.0.0.1:{port}"
     result = {}
     for concurrent in (1, 16):
@@ -115,7 +106,7 @@ async def measure(port: int) -> dict[str, dict[str, float]]:
 
 
 def main() -> None:
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen([sys.executable, "-c", SERVER, str(port)])
     try:
         print(json.dumps(uvloop.run(measure(port))))

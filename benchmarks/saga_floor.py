@@ -37,7 +37,6 @@ from __future__ import annotations
 import asyncio
 import email
 import json
-import socket
 import statistics
 import time
 import uuid
@@ -63,6 +62,7 @@ from servicekit.mtls import Identity, channel_credentials, server_credentials
 from servicekit.runtime import run_event_loop
 from tests.support import tls
 from tests.support.infrastructure import create_database, drop_database, ensure_infrastructure
+from tests.support.sandboxes import free_port
 from tests.support.topics import create_topics, delete_topics
 
 AT_ONCE = 16
@@ -155,13 +155,6 @@ async def _spread(count: int, work: Work, at_once: int) -> None:
     await asyncio.gather(*(worker() for _ in range(at_once)))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 async def transactions(machine: Machine, dsn: str) -> float:
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as setup:
         await setup.execute("DROP TABLE IF EXISTS floor_rows")
@@ -235,7 +228,7 @@ async def http_requests(machine: Machine) -> float:
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": BODY})
 
-    port = _free_port()
+    port = free_port()
     config = uvicorn.Config(
         app,
         host="127.0.0.1",

@@ -19,6 +19,7 @@ from google.protobuf.wrappers_pb2 import StringValue
 from liftfit.events.v1.envelope_pb2 import EventEnvelope
 from sqlalchemy import Column, MetaData, Table, Text, func, select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.orm import registry
 
 from servicekit import db, kafka
 from servicekit.consumer import InboxConsumer
@@ -85,6 +86,18 @@ async def append_events(
             key = aggregate_id or str(uuid.uuid4())
             ids.append(await outbox.append(session, topic, key, StringValue(value=note)))
     return ids
+
+
+def switch_class(side: Side) -> Callable[[str], object]:
+    """A class the ORM maps onto this side's `switches`: a handler that adds one and does
+    not flush leaves the write pending for whoever commits its session."""
+
+    class Switch:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+    registry().map_imperatively(Switch, side.switches)
+    return Switch
 
 
 def applying_handler(

@@ -11,14 +11,13 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from google.protobuf.message import Message
 from google.protobuf.wrappers_pb2 import Int64Value, StringValue
 from sqlalchemy import event, func, select, text
-from sqlalchemy.orm import registry
 
 from servicekit import consumer as consumer_module
 from servicekit import envelope, kafka
 from servicekit.inbox import Delivery, Inbox
 from servicekit.retry import RetryPolicy
 from tests.foundation.conftest import Pair
-from tests.foundation.harness import applying_handler, eventually, start_consumer
+from tests.foundation.harness import applying_handler, eventually, start_consumer, switch_class
 
 
 def _envelope_bytes(note: str, aggregate_id: str) -> bytes:
@@ -283,11 +282,7 @@ async def test_a_handlers_writes_left_unflushed_commit_with_the_marker_or_not_at
 ) -> None:
     # The session's pending ORM writes reach the database inside the marker's transaction,
     # not after its commit and on their own.
-    class Switch:
-        def __init__(self, name: str) -> None:
-            self.name = name
-
-    registry().map_imperatively(Switch, pair.consumer.switches)
+    Switch = switch_class(pair.consumer)
     taken = f"taken-{uuid.uuid4()}"
     async with pair.consumer.sessions() as session, session.begin():
         await session.execute(pair.consumer.switches.insert().values(name=taken))

@@ -12,14 +12,13 @@ from typing import Any
 
 import pytest
 from sqlalchemy import select
-from sqlalchemy.orm import registry
 
 from servicekit import config
 from servicekit.incidents import Incidents
 from servicekit.retry import RetryPolicy
 from servicekit.timers import DueTimer, TimerRunner, Timers
 from tests.foundation.conftest import Pair
-from tests.foundation.harness import Side, eventually
+from tests.foundation.harness import Side, eventually, switch_class
 from tests.support import waiting
 from tests.support.infrastructure import REPO_ROOT
 
@@ -261,11 +260,7 @@ async def test_a_handlers_writes_left_unflushed_commit_with_the_fired_mark_or_no
     # the timer fired, not after its commit and on their own.
     side = pair.consumer
 
-    class Switch:
-        def __init__(self, name: str) -> None:
-            self.name = name
-
-    registry().map_imperatively(Switch, side.switches)
+    Switch = switch_class(side)
     taken, fresh, clashing = (str(uuid.uuid4()) for _ in range(3))
     async with side.sessions() as session, session.begin():
         await session.execute(side.switches.insert().values(name=taken))
