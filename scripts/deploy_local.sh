@@ -159,6 +159,12 @@ node() {
   start kubelet "curl -sf http://127.0.0.1:$KUBELET_HEALTHZ_PORT/healthz" \
     "$bin/kubelet" --config="$state/kubelet/config.yaml" --kubeconfig="$kubeconfig" \
     --root-dir="$state/kubelet/root" --hostname-override="$NODE" --node-ip=127.0.0.1
+  # The kubelet answers its healthz before it has registered the Node, and `kubectl wait`
+  # fails at once on a name that does not exist yet: wait for the object first.
+  for ((i = 0; i < 240; i++)); do
+    kubectl get "node/$NODE" >/dev/null 2>&1 && break
+    sleep 0.5
+  done
   kubectl wait --for=condition=Ready "node/$NODE" --timeout=120s >/dev/null ||
     fail "node $NODE not Ready: $(kubectl describe node "$NODE" | sed -n '/Conditions/,/Addresses/p')"
   echo "node $NODE: Ready"
@@ -258,7 +264,10 @@ job_story() {
   local job="$1" selector="job-name=${1#job.batch/}"
   kubectl -n "$NAMESPACE" get pods -o wide 2>&1
   kubectl -n "$NAMESPACE" describe pods -l "$selector" 2>&1 | sed -n '/^Status:/p;/^Events:/,$p'
-  kubectl -n "$NAMESPACE" logs "$job" --all-containers --tail=40 2>&1
+  local pod
+  for pod in $(kubectl -n "$NAMESPACE" get pods -l "$selector" -o name 2>/dev/null); do
+    container_logs "${pod#pod/}"
+  done
   bash deploy/local/infra.sh psql postgres -At -c "SELECT 'pg:', pid, usename, datname, state,
     wait_event_type, wait_event, left(query, 80) FROM pg_stat_activity
     WHERE datname IS NOT NULL AND pid <> pg_backend_pid()" 2>&1 || true
@@ -268,8 +277,31 @@ wait_deployments() {
   local deployment
   for deployment in $(kubectl -n "$NAMESPACE" get deployments -o name); do
     kubectl -n "$NAMESPACE" rollout status "$deployment" --timeout="${READY_WITHIN_S}s" \
-      >/dev/null || fail "$deployment not Ready: $(kubectl -n "$NAMESPACE" get pods -o wide)"
+      >/dev/null || fail "$deployment not Ready: $(pods_story)"
     echo "$deployment: Ready"
+  done
+}
+
+# Every pod that is not Ready: its states and events, and the tail of its container's log
+# and of the one before it when it restarted (why a process exits, not only that it did).
+pods_story() {
+  kubectl -n "$NAMESPACE" get pods -o wide 2>&1
+  local pod
+  for pod in $(kubectl -n "$NAMESPACE" get pods --no-headers 2>/dev/null |
+    awk '$3 != "Completed" { split($2, n, "/"); if (n[1] != n[2]) print $1 }'); do
+    echo "--- $pod"
+    kubectl -n "$NAMESPACE" describe pod "$pod" 2>&1 | sed -n '/^Status:/p;/Last State:/,/Exit Code/p;/^Events:/,$p'
+    container_logs "$pod"
+  done
+}
+
+# The tails of a pod's last two container logs, read where the kubelet writes them (the node
+# reports no address, so `kubectl logs` cannot reach it).
+container_logs() {
+  local file
+  for file in $(ls -t "$state/kubelet/pod-logs/${NAMESPACE}_$1_"*/*/*.log 2>/dev/null | head -n 2); do
+    echo "--- ${file#"$root/"}"
+    tail -n 60 "$file" | cut -c 1-400
   done
 }
 

@@ -59,7 +59,7 @@ class Settings:
     @classmethod
     def from_env(cls) -> Settings:
         return cls(
-            **config.service_basics("access", grpc_port=50053),
+            **config.service_basics("access", grpc_port=15053),
             lock_provider_url=http_url("LOCK_PROVIDER_URL"),
             lock_provider_api_key=config.required("LOCK_PROVIDER_API_KEY"),
             default_device=device(

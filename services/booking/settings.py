@@ -32,7 +32,7 @@ class Settings:
     @classmethod
     def from_env(cls) -> Settings:
         return cls(
-            **config.service_basics("booking", grpc_port=50051),
+            **config.service_basics("booking", grpc_port=15051),
             hold_seconds=config.integer("BOOKING_HOLD_SECONDS", 900, minimum=1),
             terms_version=config.optional("BOOKING_TERMS_VERSION", "2026-11"),
             db_pool_size=config.integer("BOOKING_DB_POOL_SIZE", 16, minimum=1),

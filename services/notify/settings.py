@@ -59,7 +59,7 @@ class Settings:
     @classmethod
     def from_env(cls) -> Settings:
         return cls(
-            **config.service_basics("notify", grpc_port=50054),
+            **config.service_basics("notify", grpc_port=15054),
             smtp_host=host("MAIL_SMTP_HOST"),
             smtp_port=port("MAIL_SMTP_PORT"),
             mail_from=address("NOTIFY_MAIL_FROM"),

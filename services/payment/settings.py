@@ -19,7 +19,7 @@ class Settings:
     webhook_secrets: tuple[str, ...]
     idempotency_secret: bytes
     tls_dir: str  # its certificate folder (servicekit.mtls)
-    grpc_address: str = "127.0.0.1:50052"
+    grpc_address: str = "127.0.0.1:15052"
     topic_prefix: str = ""
     return_url: str = ""
     reconcile_after_s: int = 300
@@ -37,7 +37,7 @@ class Settings:
     @classmethod
     def from_env(cls) -> Settings:
         return cls(
-            **config.service_basics("payment", grpc_port=50052),
+            **config.service_basics("payment", grpc_port=15052),
             card_gateway_url=_http_url("CARD_GATEWAY_URL", config.required("CARD_GATEWAY_URL")),
             card_gateway_api_key=config.required("CARD_GATEWAY_API_KEY"),
             webhook_secrets=tuple(config.secret_list("PAYMENT_WEBHOOK_SECRETS")),

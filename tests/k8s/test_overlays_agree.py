@@ -75,3 +75,33 @@ def test_the_local_settings_are_those_of_platform_env() -> None:
     shared = {key: value for key, value in configs[0]["data"].items() if key in env}
     assert shared == {key: env[key] for key in shared}
     assert {"KAFKA_BOOTSTRAP", "MAIL_SMTP_PORT", "CARD_GATEWAY_URL"} <= set(shared)
+
+
+# Linux's default range of ports it gives a connection's own end (ip_local_port_range).
+EPHEMERAL = range(32768, 61000)
+_LOOPBACK_PORT = re.compile(r"127\.0\.0\.1:(\d+)")
+_PORT_FIELD = re.compile(r"\b(?:containerPort|port): (\d+)\b")
+
+
+def listening_ports(text: str) -> set[int]:
+    """The ports a host-network run binds: every loopback address and every port field."""
+    found = _LOOPBACK_PORT.findall(text) + _PORT_FIELD.findall(text)
+    return {int(port) for port in found}
+
+
+def test_the_local_runs_listen_outside_the_ephemeral_range() -> None:
+    # Host-network pods and `make up` share the host's ports with every connection on it.
+    # A listener in the range the kernel hands out to connections fails to bind when a
+    # long-lived connection (a pool's, the kubelet's) happened to take its port first, and
+    # then fails again on every restart while that connection lasts.
+    text = render(K8S / "local") + (REPO / "deploy/local/platform.env").read_text()
+    ports = listening_ports(text)
+    assert {15051, 15064, 19092, 15432} <= ports
+    assert sorted(port for port in ports if port in EPHEMERAL) == []
+
+
+def test_a_listener_in_the_ephemeral_range_is_found() -> None:
+    assert listening_ports("A_ADDRESS: 127.0.0.1:50051\n  - grpc: {port: 50061}") == {
+        50051,
+        50061,
+    }

@@ -17,7 +17,7 @@ GOOD = {
     "MAIL_SMTP_HOST": "127.0.0.1",
     "MAIL_SMTP_PORT": "10025",
     "NOTIFY_MAIL_FROM": "noreply@liftfit.test",
-    "NOTIFY_ACCESS_ADDRESS": "127.0.0.1:50053",
+    "NOTIFY_ACCESS_ADDRESS": "127.0.0.1:15053",
 }
 
 

@@ -79,7 +79,7 @@ def test_e_mail_addresses_are_masked_and_secret_settings_redacted() -> None:
         "CARD_GATEWAY_API_KEY": "sk_live_abcdefgh",
         "BOOKING_DATABASE_URL": "postgresql+psycopg://app:s3cret-pass@db:5432/booking",
         "GATEWAY_DATABASE_URL": "postgresql+psycopg://liftfit_app:liftfit_app@db/gateway",
-        "BOOKING_GRPC_ADDRESS": "127.0.0.1:50051",
+        "BOOKING_GRPC_ADDRESS": "127.0.0.1:15051",
     }
     formatter = logs.JsonLines("payment", logs.secrets_of(environment))
     message = (
@@ -91,4 +91,4 @@ def test_e_mail_addresses_are_masked_and_secret_settings_redacted() -> None:
     for secret in ("whsec_two_previous", "c2VjcmV0LWtleS1ieXRlcw==", "sk_live", "s3cret-pass"):
         assert secret not in line
     assert ":liftfit_app@" not in line
-    assert "127.0.0.1:50051" not in logs.secrets_of(environment)
+    assert "127.0.0.1:15051" not in logs.secrets_of(environment)

@@ -24,7 +24,7 @@ def test_defaults_apply_when_optional_settings_are_absent(monkeypatch: pytest.Mo
         monkeypatch.setenv(name, value)
     settings = Settings.from_env()
     assert settings.hold_seconds == 900 and settings.terms_version == "2026-11"
-    assert settings.grpc_address == "127.0.0.1:50051" and settings.topic("x") == "x"
+    assert settings.grpc_address == "127.0.0.1:15051" and settings.topic("x") == "x"
 
 
 @pytest.mark.parametrize("missing", sorted(GOOD))
