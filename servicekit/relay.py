@@ -114,7 +114,10 @@ class OutboxRelay:
         self._claim_sql, self._mark_sql = _claim_sql(outbox.name), _mark_sql(outbox.name)
         self._due_sql = _due_sql(outbox.name)
         self._refused_sql = _refused_sql(outbox.name)
-        self._found_rows = False  # by the last claim of any lane
+        # Whether rows are likely due: how many the last claim of any lane found, and
+        # whether the first lane heard a commit since (see `relay_batch`).
+        self._last_claim = 0
+        self._heard = False
         self.lease = Lease(self._engine, f"relay of {outbox.name}")
         self.listener = OutboxListener(self._engine, outbox.name)
 
@@ -153,13 +156,19 @@ class OutboxRelay:
                 backoff = min(backoff * 2, 5.0)
                 continue
             if published == 0 and first:
-                await self.listener.committed_or(stopping, self._wait_for_commits())
+                await self._wait_for_commits(stopping)
             elif published < self._batch_size:
                 await pause(stopping, self._rest_after(published, first))
+                if first and self.listener.listening and self._last_claim < self._batch_size:
+                    # The claim took every row due then; later commits announce themselves.
+                    await self._wait_for_commits(stopping)
 
-    def _wait_for_commits(self) -> float:
-        """How long the first lane, having found nothing, waits for a notification."""
-        return self._fallback_wait_s if self.listener.listening else self._idle_wait_s
+    async def _wait_for_commits(self, stopping: asyncio.Event) -> None:
+        """The first lane, having taken every row that was due, waits for a notification
+        (every `fallback_wait_s`, it asks anyway), or rests while nobody listens. A commit
+        heard lets the next claim go ahead without asking first."""
+        within = self._fallback_wait_s if self.listener.listening else self._idle_wait_s
+        self._heard = await self.listener.committed_or(stopping, within)
 
     def _rest_after(self, published: int, first: bool) -> float:
         """How long a lane rests after a batch that was not full.
@@ -176,20 +185,25 @@ class OutboxRelay:
     async def relay_batch(self, ask: bool = True) -> int:
         """Publishes one batch of due rows; returns how many the broker acknowledged.
 
-        Unless the last claim found rows, the lane asks first whether any are due; a
-        helper lane of a listening relay does not ask (`ask`), and claims only while the
-        claims find rows: a backlog, which the first lane's full batches reveal.
+        Unless the last claim found rows or a commit was heard since, the lane asks first
+        whether any are due. A helper lane of a listening relay does not ask (`ask`), and
+        claims only while the claims come back full: a backlog. At a trickle the first
+        lane claims only when it heard a commit (see `_lane`), so a row costs its claim
+        and its marks, not also a question before them and an empty claim after them
+        (three round trips and two transactions more).
 
         The transaction runs on a driver connection (servicekit.driver_pool) in two round
         trips: BEGIN with the claim, and the marks with COMMIT. Under a checkout load a
         lane finds a few dozen rows a batch, and an ORM session's begin, commit and
         greenlet crossings around them cost more than publishing the rows.
         """
-        if not self._found_rows and not (ask and await self._anything_due()):
+        if not self._rows_likely(ask) and not (ask and await self._anything_due()):
             return 0
         async with driver_sql.transaction(self._engine) as session:
+            self._heard = False
+            self.listener.claiming()
             rows = await self._claim(session)
-            self._found_rows = bool(rows)
+            self._last_claim = len(rows)
             if not rows:
                 return 0
             producer = self._producer
@@ -206,12 +220,17 @@ class OutboxRelay:
             raise BrokerUnavailable("broker did not acknowledge; rows stay pending")
         return len(outcome.acked)
 
+    def _rows_likely(self, ask: bool) -> bool:
+        if ask:
+            return self._heard or self._last_claim > 0
+        return self._last_claim >= self._batch_size
+
     async def _anything_due(self) -> bool:
-        """Asked outside a transaction, in one round trip, while the last claim found
-        nothing: an empty claim took four (a session's BEGIN, the claim, COMMIT, the
-        pool's reset) and 1.4 ms of CPU, and the lanes of an idle relay claim 24 times a
-        second (3.4 % of a core, measured). After a claim that found rows the next one
-        claims at once, since rows are likely due."""
+        """Asked outside a transaction, in one round trip, while no rows are likely due:
+        an empty claim took four (a session's BEGIN, the claim, COMMIT, the pool's reset)
+        and 1.4 ms of CPU, and the lanes of an idle relay claim 24 times a second (3.4 %
+        of a core, measured). After a claim that found rows the next one claims at once,
+        since rows are likely due."""
         return await driver_sql.any_row(self._engine, self._due_sql, {})
 
     async def _claim(self, session: AsyncSession) -> Sequence[Any]:

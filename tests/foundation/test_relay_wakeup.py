@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
 
-from servicekit.relay import FALLBACK_WAIT_S
+from servicekit.relay import FALLBACK_WAIT_S, OutboxRelay
 from tests.foundation.conftest import Pair
 from tests.foundation.harness import (
     RunningRelay,
@@ -24,7 +26,7 @@ from tests.support.infrastructure import start_postgres, stop_postgres
 
 # Long enough that the relay's statements are counted over many of its old 50 ms polls.
 IDLE_WINDOW_S = 5.0
-# The rows of the latency test come at this pace (5 a second), a trickle and not a backlog.
+# The rows of the latency and trickle tests come at this pace (5 a second), not a backlog.
 TRICKLE_GAP_S = 0.2
 
 
@@ -90,6 +92,41 @@ async def test_a_row_committed_while_the_relay_is_idle_is_published_at_once(pair
             latencies.append(asyncio.get_running_loop().time() - committed)
     # Each would have a fair chance under the fallback's second; all five, hardly any.
     assert max(latencies) < FALLBACK_WAIT_S / 2, latencies
+
+
+class _Asked:
+    """Counts a relay's claims and its questions whether anything is due."""
+
+    def __init__(self, relay: OutboxRelay) -> None:
+        self.claims = self.questions = 0
+        claim, question = relay._claim, relay._anything_due
+
+        async def counted_claim(session: AsyncSession) -> Sequence[Any]:
+            self.claims += 1
+            return await claim(session)
+
+        async def counted_question() -> bool:
+            self.questions += 1
+            return await question()
+
+        relay._claim = counted_claim  # type: ignore[method-assign]
+        relay._anything_due = counted_question  # type: ignore[method-assign]
+
+
+async def test_at_a_trickle_a_row_costs_one_claim_and_no_question(pair: Pair) -> None:
+    # Before, each row took a question whether anything was due, its claim, and an empty
+    # claim after it: 20 rows asked about 20 questions and made about 40 claims.
+    rows = 20
+    async with _relaying(pair, "g-trickle") as relay:
+        await _listening(relay)
+        await _commit_and_see_consumed(pair, "first", 1)
+        asked = _Asked(relay.relay)
+        for i in range(rows):
+            await asyncio.sleep(TRICKLE_GAP_S)  # longer than the relay's rest after a batch
+            await _commit_and_see_consumed(pair, f"trickle {i}", 1)
+    # Slack for the fallback: a second without a commit heard asks once and may claim once.
+    assert rows <= asked.claims <= rows + 4, asked.claims
+    assert asked.questions <= 4, asked.questions
 
 
 async def _listening(relay: RunningRelay, not_on: int | None = None) -> int:
