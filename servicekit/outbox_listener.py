@@ -88,13 +88,18 @@ class OutboxListener:
         self.backend_pid = None
         self._committed.set()  # the lanes go back to polling at once, not after the fallback
 
+    @property
+    def heard(self) -> bool:
+        """Whether rows were committed since the last claim began (or nobody listens)."""
+        return self._committed.is_set()
+
     def claiming(self) -> None:
         """A claim is about to see every commit heard so far: only later ones count."""
         self._committed.clear()
 
-    async def committed_or(self, stopping: asyncio.Event, within_s: float) -> bool:
-        """Returns when rows were committed since the last call (True), or `stopping` is
-        set, or after `within_s`; the next call waits for a later commit."""
+    async def committed_or(self, stopping: asyncio.Event, within_s: float) -> None:
+        """Returns when rows were committed since the last claim began (`heard`), or
+        `stopping` is set, or after `within_s`."""
         waits = [
             asyncio.ensure_future(self._committed.wait()),
             asyncio.ensure_future(stopping.wait()),
@@ -104,7 +109,3 @@ class OutboxListener:
         finally:
             for wait in waits:
                 wait.cancel()
-        heard = self._committed.is_set()
-        # Cleared before the lane claims: a commit after this is heard again.
-        self._committed.clear()
-        return heard

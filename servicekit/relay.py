@@ -114,10 +114,8 @@ class OutboxRelay:
         self._claim_sql, self._mark_sql = _claim_sql(outbox.name), _mark_sql(outbox.name)
         self._due_sql = _due_sql(outbox.name)
         self._refused_sql = _refused_sql(outbox.name)
-        # Whether rows are likely due: how many the last claim of any lane found, and
-        # whether the first lane heard a commit since (see `relay_batch`).
+        # How many rows the last claim of any lane found: whether more are likely due.
         self._last_claim = 0
-        self._heard = False
         self.lease = Lease(self._engine, f"relay of {outbox.name}")
         self.listener = OutboxListener(self._engine, outbox.name)
 
@@ -168,7 +166,7 @@ class OutboxRelay:
         (every `fallback_wait_s`, it asks anyway), or rests while nobody listens. A commit
         heard lets the next claim go ahead without asking first."""
         within = self._fallback_wait_s if self.listener.listening else self._idle_wait_s
-        self._heard = await self.listener.committed_or(stopping, within)
+        await self.listener.committed_or(stopping, within)
 
     def _rest_after(self, published: int, first: bool) -> float:
         """How long a lane rests after a batch that was not full.
@@ -200,7 +198,6 @@ class OutboxRelay:
         if not self._rows_likely(ask) and not (ask and await self._anything_due()):
             return 0
         async with driver_sql.transaction(self._engine) as session:
-            self._heard = False
             self.listener.claiming()
             rows = await self._claim(session)
             self._last_claim = len(rows)
@@ -222,7 +219,7 @@ class OutboxRelay:
 
     def _rows_likely(self, ask: bool) -> bool:
         if ask:
-            return self._heard or self._last_claim > 0
+            return self.listener.heard or self._last_claim > 0
         return self._last_claim >= self._batch_size
 
     async def _anything_due(self) -> bool:
