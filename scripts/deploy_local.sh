@@ -84,6 +84,17 @@ start() {
   fail "$name not ready in 120 s ($logs/$name.log)"
 }
 
+# Whether `command...` succeeds within `seconds`, asking every half second.
+within() {
+  local seconds="$1" i
+  shift
+  for ((i = 0; i < seconds * 2; i++)); do
+    "$@" >/dev/null 2>&1 && return 0
+    sleep 0.5
+  done
+  "$@" >/dev/null 2>&1
+}
+
 # --- credentials: a CA, the API server's serving certificate, one token -----------------
 credentials() {
   [[ -f "$pki/tokens.csv" ]] && return
@@ -161,10 +172,7 @@ node() {
     --root-dir="$state/kubelet/root" --hostname-override="$NODE" --node-ip=127.0.0.1
   # The kubelet answers its healthz before it has registered the Node, and `kubectl wait`
   # fails at once on a name that does not exist yet: wait for the object first.
-  for ((i = 0; i < 240; i++)); do
-    kubectl get "node/$NODE" >/dev/null 2>&1 && break
-    sleep 0.5
-  done
+  within 120 kubectl get "node/$NODE" || true
   kubectl wait --for=condition=Ready "node/$NODE" --timeout=120s >/dev/null ||
     fail "node $NODE not Ready: $(kubectl describe node "$NODE" | sed -n '/Conditions/,/Addresses/p')"
   echo "node $NODE: Ready"
@@ -324,12 +332,7 @@ replace_pod() {
   # The gateway answers for booking again: its /readyz asks every service over the channels
   # customers' calls take, so its channel to booking has reconnected (with its TLS handshake)
   # before the next journey, as a load balancer waits on readiness before sending traffic.
-  local i
-  for ((i = 0; i < READY_WITHIN_S * 2; i++)); do
-    curl -sf -o /dev/null http://127.0.0.1:18080/readyz && break
-    sleep 0.5
-  done
-  curl -sf -o /dev/null http://127.0.0.1:18080/readyz ||
+  within "$READY_WITHIN_S" curl -sf -o /dev/null http://127.0.0.1:18080/readyz ||
     fail "the gateway is not ready after booking's pod was replaced"
   echo "pod $old deleted; $new Ready in its place; the gateway ready"
 }
