@@ -27,7 +27,7 @@ from servicekit.lag import ConsumerLag, LagSettings
 from servicekit.metrics.endpoint import registry_with
 from servicekit.metrics.probes import lag_probe
 from servicekit.metrics.sampling import SampledGauges
-from servicekit.runtime import service_main
+from servicekit.runtime import service_main, settle_garbage_collector
 
 
 def bootstrap(settings: Settings, identity: Authenticator) -> FastAPI:
@@ -94,6 +94,10 @@ def _from_env() -> Configured:
 async def _serve(configured: Configured) -> None:
     # Built inside the running loop: gRPC's channels belong to the loop that made them.
     app = bootstrap(configured.settings, configured.identity)
+    # Wired, so what it holds for good (modules, routes, the app) is alive now and frozen out
+    # of the collector's reach, as in every service: full collections had walked it for
+    # 100 ms each, 5.5 % of the gateway's CPU under `make bench-saga` (docs/performance.md).
+    settle_garbage_collector()
     server = uvicorn.Server(server_config(app, configured.settings))
     await server.serve()
 
