@@ -25,7 +25,6 @@ from prometheus_client import Counter
 from gateway_bff.booking_cache import BookingCache
 from servicekit.outage import OutageLog
 from servicekit.supervision import pause
-from servicekit.tracing import untraced
 from servicekit.validation import is_canonical_uuid
 
 log = logging.getLogger(__name__)
@@ -81,11 +80,8 @@ class BookingChanges:
             return
         self._cache.forget_all()  # what changed before it was positioned went unheard
         self._broker.succeeded()
-        # Without aiokafka's instrumentation, which would read each record's trace headers
-        # and add a span to the trace they name: the key is all that is read here.
-        getmany = untraced(consumer.getmany)
         while not stopping.is_set():
-            batches = await getmany(timeout_ms=500, max_records=1000)
+            batches = await consumer.getmany(timeout_ms=500, max_records=1000)
             for records in batches.values():
                 self.hear(records)
 

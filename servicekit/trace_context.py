@@ -4,9 +4,10 @@ Every carrier comes from outside: a browser's HTTP headers at the gateway, gRPC 
 Kafka headers, a stored outbox row. The instrumentation packages read them before any of
 this code sees them, so the process-wide propagator is where they are checked:
 
-- a carrier that cannot be read is no trace context (aiokafka's instrumentation decodes a
-  header's bytes as UTF-8, and an undecodable traceparent would fail the consumer's poll,
-  over and over);
+- a carrier that cannot be read is no trace context: a getter that fails on it (one that
+  decodes header bytes as UTF-8, say) would otherwise fail the request or the poll that
+  carries it, over and over. A Kafka record's trace headers are checked before they get
+  here (servicekit.records: ASCII and printable, or the record is parked);
 - a `tracestate` is read only when it is well formed and within the 512 characters the
   W3C asks vendors to carry; otherwise the trace goes on without it. OpenTelemetry's
   parser logs a malformed member whole, so one request could write 8 KiB into the log;

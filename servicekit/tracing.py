@@ -2,10 +2,12 @@
 
 The spans come from OpenTelemetry's instrumentation packages, installed here once for
 every process: gRPC channels (`client_interceptors`, used by servicekit.grpc_server),
-aiokafka's consumer, httpx (the provider clients) and, when `OTEL_DB_SPANS=on`, psycopg.
-The gateway adds FastAPI's. A gRPC server's spans are servicekit.grpc_spans', and a
-relay's publish span per batch is `publish_span`'s and a dead-letter copy's produce span
-`produce_span`'s, all cheaper than the instrumentation's own.
+httpx (the provider clients) and, when `OTEL_DB_SPANS=on`, psycopg. The gateway adds
+FastAPI's. A gRPC server's spans are servicekit.grpc_spans', a relay's publish span per
+batch is `publish_span`'s, a dead-letter copy's produce span `produce_span`'s and an
+applied event's consume span the inbox's (servicekit.inbox), all cheaper than the
+instrumentation's own. aiokafka is not instrumented: its consumer's span per record
+repeated the inbox's, and was made for the events a consumer ignores too.
 
 The exporter is chosen by the standard OTEL_TRACES_EXPORTER variable (otlp, console or
 none; none by default so a laptop run needs no collector; `make up` exports OTLP to
@@ -13,8 +15,8 @@ Jaeger). Tests pass their own in-memory exporter. The context travels in gRPC me
 in Kafka headers and in the outbox row, so the relay continues the trace of the change
 that caused an effect.
 
-Work nobody asked for opens no trace: a database statement or a consumer's poll outside
-any trace (the relay's claims, the timers' polls) records nothing, and neither do health
+Work nobody asked for opens no trace: a database statement outside any trace (the relay's
+claims, the timers' polls) records nothing, and neither do a consumer's polls or health
 checks; every trace starts with a request, a timer or a record that carries one.
 """
 
@@ -22,17 +24,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
-from aiokafka import AIOKafkaProducer
 from opentelemetry import propagate, trace
 from opentelemetry.context import Context
-from opentelemetry.instrumentation.aiokafka import AIOKafkaInstrumentor
 from opentelemetry.instrumentation.grpc import aio_client_interceptors
 from opentelemetry.instrumentation.grpc.filters import health_check, negate
 from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
-from opentelemetry.instrumentation.utils import suppress_instrumentation, unwrap
+from opentelemetry.instrumentation.utils import suppress_instrumentation
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import (
@@ -41,15 +41,8 @@ from opentelemetry.sdk.trace.export import (
     SimpleSpanProcessor,
     SpanExporter,
 )
-from opentelemetry.sdk.trace.sampling import (
-    ALWAYS_OFF,
-    Decision,
-    ParentBased,
-    Sampler,
-    SamplingResult,
-)
-from opentelemetry.trace import Link, SpanKind, TraceState
-from opentelemetry.util.types import Attributes
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased, Sampler
+from opentelemetry.trace import SpanKind
 
 from servicekit.trace_context import GuardedPropagator
 
@@ -61,29 +54,6 @@ _database: trace.Tracer | None = None
 # Installed on import: whatever reads a carrier in this process goes through it, whether
 # tracing is configured or not.
 propagate.set_global_textmap(GuardedPropagator())
-
-
-class _NoPollRoots(Sampler):
-    """aiokafka's instrumentation opens a span for every poll that returns records, with
-    no parent: a trace of its own per poll, which tells an operator nothing. The records'
-    own spans continue their producers' traces and are kept."""
-
-    def should_sample(
-        self,
-        parent_context: Context | None,
-        trace_id: int,
-        name: str,
-        kind: SpanKind | None = None,
-        attributes: Attributes = None,
-        links: Sequence[Link] | None = None,
-        trace_state: TraceState | None = None,
-    ) -> SamplingResult:
-        if kind is SpanKind.CONSUMER and name.endswith(" receive"):
-            return SamplingResult(Decision.DROP)
-        return SamplingResult(Decision.RECORD_AND_SAMPLE, attributes)
-
-    def get_description(self) -> str:
-        return "NoPollRoots"
 
 
 def configure_tracing(service_name: str, exporter: SpanExporter | None = None) -> TracerProvider:
@@ -144,11 +114,6 @@ def _provider(
 
 
 def _instrument_libraries(resource: Resource, processor: SpanProcessor | None) -> None:
-    polls_dropped = _provider(resource, processor, ParentBased(root=_NoPollRoots()), main=False)
-    AIOKafkaInstrumentor().instrument(tracer_provider=polls_dropped)
-    # Records are sent with servicekit's own spans (publish_span, produce_span); the
-    # instrumentation keeps the consumers' spans.
-    unwrap(AIOKafkaProducer, "send")
     HTTPXClientInstrumentor().instrument()
     if database_spans_enabled():
         from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
@@ -174,17 +139,6 @@ def database_batch(templates: Sequence[str]) -> Iterator[None]:
         suppress_instrumentation(),
     ):
         yield
-
-
-Method = TypeVar("Method", bound=Callable[..., Any])
-
-
-def untraced(method: Method) -> Method:
-    """`method` as its library wrote it, without the wrapper an instrumentation put
-    around it: for work that is no part of any trace and must not read trace headers
-    (the gateway's listener reads records' keys only, decision 0008)."""
-    unwrapped: Method = getattr(method, "__wrapped__", method)
-    return unwrapped
 
 
 def database_spans_enabled() -> bool:
@@ -218,7 +172,8 @@ def produce_span(topic: str, message_id: str) -> tuple[trace.Span, list[tuple[st
     span per batch instead (publish_span).
 
     Made here rather than by aiokafka's instrumentation, which set nine attributes one
-    by one, serialised the bootstrap list and awaited a hook for every record.
+    by one, serialised the bootstrap list and awaited a hook for every record (it is not
+    installed).
     """
     attributes: dict[str, str | int] = {
         **_PRODUCING,

@@ -187,8 +187,8 @@ async def _serving(port: int) -> bool:
 async def test_bad_records_are_parked_once_and_the_valid_events_around_them_applied(
     platform: Platform, span_exporter: InMemorySpanExporter, batch: list[Any]
 ) -> None:
-    """With tracing on (span_exporter), so that aiokafka's instrumentation reads every
-    record's headers before the inbox does."""
+    """With tracing on (span_exporter), so that every applied record's trace headers are
+    read into its consume span's context."""
     producer = AIOKafkaProducer(
         bootstrap_servers=platform.booking.settings.kafka_bootstrap, **client_security()
     )
