@@ -10,6 +10,8 @@ import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from google.protobuf.message import Message
 from google.protobuf.wrappers_pb2 import Int64Value, StringValue
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
 from sqlalchemy import event, func, select, text
 
 from servicekit import consumer as consumer_module
@@ -255,6 +257,45 @@ async def test_an_event_without_a_handler_is_ignored_without_a_transaction_or_an
     assert await inbox.deliver(handled) == "processed"
     assert len(transactions) > before, "the listener sees the inbox's transactions"
     assert await _inbox_rows(pair, "choosy") == 1
+
+
+async def test_a_consumer_makes_one_span_for_an_applied_event_and_none_for_an_ignored_one(
+    pair: Pair, span_exporter: InMemorySpanExporter
+) -> None:
+    """Each record names a trace of its own. Only the applied event's trace gains a span:
+    the inbox's `consume <topic>`. (aiokafka's instrumentation, when it was installed,
+    added a `<topic> receive` span to both.)"""
+    aggregate = str(uuid.uuid4())
+    ignored_trace, applied_trace = uuid.uuid4().hex, uuid.uuid4().hex
+    records = [
+        (ignored_trace, _bytes_of(Int64Value(value=7), aggregate)),  # no handler for it
+        (applied_trace, _envelope_bytes("traced", aggregate)),
+    ]
+    producer = kafka.make_producer(pair.bootstrap, "traced-" + aggregate)
+    await producer.start()
+    try:
+        for trace_id, value in records:  # one key, one partition: the ignored one first
+            headers = [("traceparent", f"00-{trace_id}-b7ad6b7169203331-01".encode())]
+            await producer.send_and_wait(pair.topic, value, key=aggregate.encode(), headers=headers)
+    finally:
+        await producer.stop()
+
+    def spans_of(trace_id: str) -> list[Any]:
+        wanted = int(trace_id, 16)
+        return [s for s in span_exporter.get_finished_spans() if s.context.trace_id == wanted]
+
+    async def applied_and_its_span_ended() -> bool:
+        return await pair.consumer.applied_count(aggregate) == 1 and bool(spans_of(applied_trace))
+
+    consumer = await start_consumer(pair.consumer, pair.bootstrap, pair.topic, "g-" + aggregate)
+    try:
+        await eventually(applied_and_its_span_ended)
+    finally:
+        await consumer.stop()
+    assert [(s.name, s.kind) for s in spans_of(applied_trace)] == [
+        (f"consume {pair.topic}", SpanKind.CONSUMER)
+    ]
+    assert spans_of(ignored_trace) == []
 
 
 async def _inbox_rows(pair: Pair, consumer: str) -> int:
