@@ -61,7 +61,7 @@ def test_a_readable_kafka_trace_header_is_the_trace_it_names() -> None:
     )
 )
 def test_no_kafka_headers_make_reading_the_trace_context_fail(
-    headers: list[tuple[str, bytes | None]],
+    headers: KafkaHeaders,
 ) -> None:
     propagate.extract(headers, getter=_utf8_headers)
 

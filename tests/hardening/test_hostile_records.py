@@ -27,7 +27,6 @@ from services.booking.adapters import orm as booking_orm
 from services.notify.adapters import orm as notify_orm
 from tests.e2e.conftest import Platform
 from tests.support import tls
-from tests.support.topics import send_exactly
 from tests.support.waiting import eventually
 
 TOPICS = ("payment.events", "access.events", "booking.events")
@@ -134,7 +133,7 @@ async def _send_bad(
     producer: AIOKafkaProducer, topic: str, platform: Platform, record: Any
 ) -> Sent:
     key, value, headers = record
-    sent = await send_exactly(producer, platform.prefix + topic, value, key, headers)
+    sent = await producer.send_and_wait(platform.prefix + topic, value, key=key, headers=headers)
     return Sent(topic, sent.partition, sent.offset, None)
 
 

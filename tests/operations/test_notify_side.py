@@ -9,7 +9,6 @@ from sqlalchemy import text
 
 from tests.notify.harness import NotifyHarness, a_booking, confirmed
 from tests.operations.operator import new_trace_id, operations, traceparent
-from tests.support.topics import send_exactly
 
 
 async def test_describe_booking_summarises_its_deliveries_and_shows_the_booking_trace(
@@ -17,12 +16,11 @@ async def test_describe_booking_summarises_its_deliveries_and_shows_the_booking_
 ) -> None:
     booking, trace_id = a_booking("en"), new_trace_id()
     payload = notify.record("booking.events", booking.booking_id, confirmed(booking))
-    await send_exactly(
-        notify.producer,
+    await notify.producer.send_and_wait(
         f"{notify.prefix}booking.events",
         payload,
-        booking.booking_id.encode(),
-        [("traceparent", traceparent(trace_id).encode())],
+        key=booking.booking_id.encode(),
+        headers=[("traceparent", traceparent(trace_id).encode())],
     )
     [mail] = await notify.deliveries_when(booking.booking_id, 1, "sent")
 

@@ -25,7 +25,6 @@ from tests.operations.operator import (
     written_by,
 )
 from tests.payment.harness import Harness
-from tests.support.topics import send_exactly
 
 
 async def _requested_with_trace(harness: Harness, trace_id: str) -> str:
@@ -46,12 +45,11 @@ async def _requested_with_trace(harness: Harness, trace_id: str) -> str:
         ("event-id", wrapped.event_id.encode()),
         ("traceparent", traceparent(trace_id).encode()),
     ]
-    await send_exactly(
-        harness.producer,
+    await harness.producer.send_and_wait(
         f"{harness.prefix}booking.events",
         wrapped.SerializeToString(),
-        booking_id.encode(),
-        headers,
+        key=booking_id.encode(),
+        headers=headers,
     )
     return booking_id
 

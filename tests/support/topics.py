@@ -5,9 +5,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.structs import RecordMetadata
 
 from servicekit.kafka_access import client_security
 
@@ -50,17 +48,3 @@ async def delete_topics(bootstrap: str, prefix: str, names: list[str]) -> None:
         print(f"[topics] not deleted: {prefix}*: {error!r}")
     finally:
         await admin.close()
-
-
-async def send_exactly(
-    producer: AIOKafkaProducer,
-    topic: str,
-    value: bytes,
-    key: bytes | None,
-    headers: list[tuple[str, bytes]],
-) -> RecordMetadata:
-    """Sends a record with exactly these headers: a test's own traceparent, or a hostile
-    one, and nothing beside it."""
-    delivery = await producer.send(topic, value, key=key, headers=headers)
-    sent: RecordMetadata = await delivery
-    return sent
