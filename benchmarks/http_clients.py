@@ -1,11 +1,13 @@
 """What one HTTP request costs the client's process, by client: httpx as it comes, httpx
-over aiohttp's connections (benchmarks/browser.py, the benchmark's customers), and aiohttp
-alone. `python -m benchmarks.http_clients`.
+over aiohttp's connections (servicekit/http_transport.py: the benchmark's customers and the
+providers' clients), and aiohttp alone. `python -m benchmarks.http_clients`.
 
 A small JSON answer from uvicorn (httptools, uvloop) in a process of its own on loopback;
 the client on uvloop, one request at a time and 16 at once, each client measured in the
 same run, three rounds in turn, medians. The figure is the client process's CPU per
-request, what a load generator on the platform's machine takes from the platform.
+request, what a load generator on the platform's machine takes from the platform. Then a
+provider's call as the services make it (servicekit.provider_http, with its span), against
+the same call on httpx's own connections with OpenTelemetry's httpx instrumentation.
 """
 
 from __future__ import annotations
@@ -17,13 +19,18 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 
 import aiohttp
 import httpx
 import uvloop
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from benchmarks.browser import AiohttpTransport
+from servicekit import tracing
+from servicekit.http_transport import UNCOMPRESSED, AiohttpTransport
+from servicekit.provider_http import JsonExchange, make_client
 from tests.support.sandboxes import free_port
 from tests.support.waiting import eventually
 
@@ -65,7 +72,9 @@ async def _round(url: str, concurrent: int) -> dict[str, float]:
             (await plain.get("/v1/bookings/b1")).json()
 
         figures["httpx"] = await _cpu_ms_per_request(plain_get, concurrent)
-    async with httpx.AsyncClient(base_url=url, transport=AiohttpTransport()) as over:
+    async with httpx.AsyncClient(
+        base_url=url, headers=UNCOMPRESSED, transport=AiohttpTransport()
+    ) as over:
 
         async def over_get() -> None:
             (await over.get("/v1/bookings/b1")).json()
@@ -79,6 +88,36 @@ async def _round(url: str, concurrent: int) -> dict[str, float]:
 
         figures["aiohttp"] = await _cpu_ms_per_request(alone_get, concurrent)
     return figures
+
+
+async def _provider_calls(url: str, concurrent: int) -> dict[str, float]:
+    """A provider's call (servicekit.provider_http) with its span, on the client as
+    `make_client` makes it and, for comparison, on httpx's own connections with
+    OpenTelemetry's httpx instrumentation, as it was until 2026-12-07."""
+    figures = {}
+    headers = {"Authorization": "Bearer k", **UNCOMPRESSED}
+    clients = {
+        "provider_call_on_httpx_instrumented": httpx.AsyncClient(
+            base_url=url, headers=headers, timeout=httpx.Timeout(5.0, connect=2.0)
+        ),
+        "provider_call": make_client(url, "k", 5.0),
+    }
+    for name, client in clients.items():
+        exchange = JsonExchange(client, "bench")
+
+        async def call(exchange: JsonExchange = exchange) -> None:
+            await exchange.call("GET", "/v1/payments/p1", operation="read")
+
+        figures[name] = await _cpu_ms_per_request(call, concurrent)
+        await exchange.aclose()
+    return figures
+
+
+class _Dropped(SpanExporter):
+    """Spans made, batched and handed over as in a service, then dropped: no collector."""
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        return SpanExportResult.SUCCESS
 
 
 async def _accepts(port: int) -> bool:
@@ -95,14 +134,22 @@ async def measure(port: int) -> dict[str, dict[str, float]]:
     url = f"http://127.0.0.1:{port}"
     result = {}
     for concurrent in (1, 16):
-        rounds = [await _round(url, concurrent) for _ in range(ROUNDS)]
-        result[f"concurrent_{concurrent}"] = {
-            client: round(statistics.median(r[client] for r in rounds), 3) for client in rounds[0]
-        }
-        print(f"{concurrent} at once, client CPU ms per request (medians of {ROUNDS}):")
-        for client, ms in result[f"concurrent_{concurrent}"].items():
+        result[f"concurrent_{concurrent}"] = await _medians(partial(_round, url, concurrent))
+    # The providers' calls with spans as a service makes them: the SDK's tracer, the batch
+    # processor, httpx's own connections instrumented; exported nowhere. After the
+    # customers' clients, which make no span.
+    tracing.configure_tracing("bench-http-clients").add_span_processor(tracing.batching(_Dropped()))
+    result["provider_calls"] = await _medians(partial(_provider_calls, url, 1))
+    for title, figures in result.items():
+        print(f"{title}, client CPU ms per request (medians of {ROUNDS}):")
+        for client, ms in figures.items():
             print(f"  {client}: {ms:.3f}")
     return result
+
+
+async def _medians(one_round: Callable[[], Awaitable[dict[str, float]]]) -> dict[str, float]:
+    rounds = [await one_round() for _ in range(ROUNDS)]
+    return {client: round(statistics.median(r[client] for r in rounds), 3) for client in rounds[0]}
 
 
 def main() -> None:

@@ -60,7 +60,6 @@ from aiokafka.structs import TopicPartition
 
 from benchmarks import cpu, saga_floor, units
 from benchmarks.booking import measure_pgbench
-from benchmarks.browser import AiohttpTransport
 from benchmarks.configuration import deviations
 from benchmarks.customers import (
     Customer,
@@ -79,6 +78,7 @@ from benchmarks.customers import (
     run_saga,
 )
 from benchmarks.stats import percentile
+from servicekit.http_transport import UNCOMPRESSED, AiohttpTransport
 from servicekit.kafka_access import client_security
 from servicekit.runtime import run_event_loop
 from tests.gateway.api import OPS, Api
@@ -465,6 +465,7 @@ async def customers_of(
                 base_url=platform.gateway,
                 timeout=15,
                 event_hooks={"request": [tally.count]},
+                headers=UNCOMPRESSED,
                 transport=AiohttpTransport(),
             )
             api = Api(await stack.enter_async_context(client))
@@ -481,19 +482,25 @@ async def sandboxes_of(platform: Platform, tally: Tally | None = None) -> AsyncI
     hooks = {"request": [(tally or Tally()).count_sandbox]}
     async with (
         httpx.AsyncClient(
-            base_url=card_url, timeout=15, event_hooks=hooks, transport=AiohttpTransport()
+            base_url=card_url,
+            timeout=15,
+            event_hooks=hooks,
+            headers=UNCOMPRESSED,
+            transport=AiohttpTransport(),
         ) as card,
         httpx.AsyncClient(
             base_url=platform.env["LOCK_PROVIDER_URL"],
             auth=control,
             timeout=30,
             event_hooks=hooks,
+            headers=UNCOMPRESSED,
             transport=AiohttpTransport(),
         ) as lock,
         httpx.AsyncClient(
             base_url=platform.url("MAIL_SANDBOX_HTTP_PORT"),
             timeout=15,
             event_hooks=hooks,
+            headers=UNCOMPRESSED,
             transport=AiohttpTransport(),
         ) as mail,
     ):

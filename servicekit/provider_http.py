@@ -22,6 +22,8 @@ from typing import Any, Final
 
 import httpx
 
+from servicekit.http_client_spans import TracedTransport
+from servicekit.http_transport import AiohttpTransport
 from servicekit.metrics import counters
 from servicekit.outage import OutageLog
 
@@ -133,9 +135,14 @@ async def bounded_answer(
 def make_client(base_url: str, api_key: str, timeout_s: float) -> httpx.AsyncClient:
     """A provider's client with a bearer key. Explicit time-outs: a hanging provider must
     end in an unknown outcome, never a stuck worker. Uncompressed answers: the size bound
-    then holds for what is decoded as well."""
+    then holds for what is decoded as well.
+
+    Its connections are aiohttp's (servicekit.http_transport): httpx's own cost a call
+    about twice the client's CPU (docs/performance.md, "The providers' connections"). Each
+    call's span is servicekit.http_client_spans'."""
     return httpx.AsyncClient(
         base_url=base_url,
         headers={"Authorization": f"Bearer {api_key}", "Accept-Encoding": "identity"},
         timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 2.0)),
+        transport=TracedTransport(AiohttpTransport()),
     )

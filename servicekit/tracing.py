@@ -2,8 +2,10 @@
 
 The spans come from OpenTelemetry's instrumentation packages, installed here once for
 every process: gRPC channels (`client_interceptors`, used by servicekit.grpc_server),
-httpx (the provider clients) and, when `OTEL_DB_SPANS=on`, psycopg. The gateway adds
-FastAPI's. A gRPC server's spans are servicekit.grpc_spans', a relay's publish span per
+httpx's own connections and, when `OTEL_DB_SPANS=on`, psycopg. The gateway adds
+FastAPI's. A provider call's span is servicekit.http_client_spans' (the providers' clients
+use aiohttp's connections, which the instrumentation does not see), a gRPC server's spans
+are servicekit.grpc_spans', a relay's publish span per
 batch is `publish_span`'s, a dead-letter copy's produce span `produce_span`'s and an
 applied event's consume span the inbox's (servicekit.inbox), all cheaper than the
 instrumentation's own. aiokafka is not instrumented: its consumer's span per record
