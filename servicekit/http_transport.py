@@ -21,7 +21,6 @@ connection is dropped after `KEEPALIVE_S` idle, before the usual servers' own id
 
 from __future__ import annotations
 
-import ssl
 import urllib.request
 from collections.abc import AsyncIterator
 
@@ -40,10 +39,10 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
     """One aiohttp session (its keep-alive connections), opened on the first request in the
     running event loop. Certificates are checked against httpx's own trust store.
 
-    Proxies come from the environment (HTTP_PROXY, HTTPS_PROXY, NO_PROXY...), read once
-    when the transport is made, as httpx reads them when its client is: aiohttp's own
-    `trust_env` read them, and the netrc file, again at every request, which doubled a
-    call's CPU.
+    Proxies come from the environment, as httpx's do: the proxy variables are read when the
+    transport is made, and whether a host is exempt (NO_PROXY) at its first request; both
+    are kept. aiohttp's own `trust_env` read them, and the netrc file, again at every
+    request, which doubled a call's CPU.
     """
 
     def __init__(self) -> None:
@@ -83,7 +82,9 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
     def _open(self) -> aiohttp.ClientSession:
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(
-                ssl=_trust(), keepalive_timeout=KEEPALIVE_S, enable_cleanup_closed=True
+                ssl=httpx.create_ssl_context(),
+                keepalive_timeout=KEEPALIVE_S,
+                enable_cleanup_closed=True,
             ),
             auto_decompress=False,
             skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding"),
@@ -116,10 +117,6 @@ class _Body(httpx.AsyncByteStream):
             self._answer.release()  # the connection is kept for the next request
         else:
             self._answer.close()  # what was not read is never read
-
-
-def _trust() -> ssl.SSLContext:
-    return httpx.create_ssl_context()
 
 
 def _timeout_of(request: httpx.Request) -> aiohttp.ClientTimeout:

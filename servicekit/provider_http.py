@@ -23,7 +23,7 @@ from typing import Any, Final
 import httpx
 
 from servicekit.http_client_spans import TracedTransport
-from servicekit.http_transport import AiohttpTransport
+from servicekit.http_transport import UNCOMPRESSED, AiohttpTransport
 from servicekit.metrics import counters
 from servicekit.outage import OutageLog
 
@@ -142,7 +142,7 @@ def make_client(base_url: str, api_key: str, timeout_s: float) -> httpx.AsyncCli
     call's span is servicekit.http_client_spans'."""
     return httpx.AsyncClient(
         base_url=base_url,
-        headers={"Authorization": f"Bearer {api_key}", "Accept-Encoding": "identity"},
+        headers={"Authorization": f"Bearer {api_key}", **UNCOMPRESSED},
         timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 2.0)),
         transport=TracedTransport(AiohttpTransport()),
     )
