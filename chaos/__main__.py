@@ -17,7 +17,8 @@ shortest soak (the one `make test` runs); `--no-faults` runs the workload, quies
 the audit alone, for any length. Unpaid holds
 run out after CHAOS_HOLD_SECONDS (120 s; the platform's own 900 s would end few within a
 soak), and payment reconciles a payment left pending after CHAOS_RECONCILE_AFTER_SECONDS
-(60 s, not 300 s), which the run waits out after the heal point. The ops timelines of the
+(60 s, not 300 s), looking every CHAOS_RECONCILE_EVERY_SECONDS (30 s), which the run waits
+out after the heal point. The ops timelines of the
 bookings the audit names are saved beside the history. SIGTERM cancels the run, which
 heals every fault before it ends.
 """
@@ -65,7 +66,7 @@ HOLD_SECONDS = os.environ.get("CHAOS_HOLD_SECONDS", "120")
 # looks every RECONCILE_EVERY_S: the soak waits that out after the heal point, for work the
 # platform holds for later is not due and quiescence does not wait for it.
 RECONCILE_AFTER_S = int(os.environ.get("CHAOS_RECONCILE_AFTER_SECONDS", "60"))
-RECONCILE_EVERY_S = 30
+RECONCILE_EVERY_S = int(os.environ.get("CHAOS_RECONCILE_EVERY_SECONDS", "30"))
 TIMELINES = 300  # of the bookings the audit names, saved for the reader
 QUIESCENCE_BOUND_S = float(os.environ.get("CHAOS_QUIESCENCE_BOUND_S", "300"))
 AUDIT_BOUND = timedelta(seconds=float(os.environ.get("CHAOS_AUDIT_BOUND_S", "120")))

@@ -24,9 +24,10 @@ REPO = Path(__file__).resolve().parents[2]
 BROKEN_REVOCATION = Path(__file__).with_name("broken_revocation")
 SEED = int(os.environ.get("CHAOS_TEST_SEED", "20261205"))
 SOAK_LIMIT_S = 1200  # far past the run's own bounds: a hang, not a slow run
-# Payment re-reads a payment left pending after this long (the soak waits it out after the
-# heal point): 20 s rather than make chaos' 60 s keeps the two runs short in make test.
-SHORT = {"CHAOS_RECONCILE_AFTER_SECONDS": "20"}
+# Payment re-reads a payment left pending after this long, looking this often (the soak
+# waits both out after the heal point): 20 s and 5 s rather than make chaos' 60 s and 30 s
+# keep the two runs short in make test.
+SHORT = {"CHAOS_RECONCILE_AFTER_SECONDS": "20", "CHAOS_RECONCILE_EVERY_SECONDS": "5"}
 
 
 async def test_the_two_minute_soak_injects_every_fault_kind_and_breaks_no_promise() -> None:
