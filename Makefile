@@ -42,7 +42,9 @@ lock:
 	/tmp/liftfit-lock/bin/pip install -q -r requirements.in
 	/tmp/liftfit-lock/bin/pip freeze | sort -f > requirements.lock
 
-infra-up:
+# The broker's readiness check asks it for its brokers with the venv's Kafka client, so a
+# fresh clone's `make infra-up` makes the venv first.
+infra-up: $(VENV_STAMP)
 	bash deploy/local/infra.sh up
 
 # Prometheus and promtool (Debian's prometheus package): `make up` runs Prometheus, and

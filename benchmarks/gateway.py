@@ -13,9 +13,12 @@ to read. Then, in each of BENCH_ROUNDS rounds:
    through the platform's gateway (which answers a booking it read lately from memory:
    decision 0008) and, beside it, through a second gateway process that keeps nothing
    (GATEWAY_BOOKING_CACHE_MS=0), so every GET asks the services: what a first read costs;
+   and through the floor (benchmarks/gateway_floor.py): one GetBooking, nothing else;
 2. ghz, 32 concurrent clients: BENCH_GETS of the booking service's GetBooking of it;
 3. wrk, for BENCH_SECONDS: `POST /v1/orgs/{org}/bookings`, each request a fresh
-   Idempotency-Key and a free slot, by card (benchmarks/gateway.lua);
+   Idempotency-Key and a free slot, by card (benchmarks/gateway.lua), through the gateway
+   and through the floor: the floor's CPU per POST in the same run says how much of the
+   gateway's is the machine's speed that hour (`post_gateway_cpu_over_floor`);
 4. ghz: BENCH_CHECKOUTS of the booking service's Checkout, each on a free slot by card.
 
 After those, BENCH_ROUNDS rounds of open-loop loads (benchmarks/open_loop.py and
@@ -110,6 +113,7 @@ class Catalogue:
     org_id: str
     booking_id: str
     gateway_slots: list[list[str]]  # per round
+    floor_slots: list[list[str]]  # per round
     direct_slots: list[list[str]]  # per round
     open_slots: list[dict[str, list[str]]]  # per round, by open-loop POST load
 
@@ -145,7 +149,7 @@ async def _create_slots(http: httpx.AsyncClient, space_id: str, count: int) -> l
 
 async def prepare(gateway: str) -> Catalogue:
     """Everything through the gateway's operator API, as an operator would."""
-    closed = GATEWAY_CHECKOUTS + DIRECT_CHECKOUTS
+    closed = 2 * GATEWAY_CHECKOUTS + DIRECT_CHECKOUTS  # the gateway's, the floor's, ghz's
     per_round = closed + len(OPEN_POSTS) * OPEN_CHECKOUTS
     async with httpx.AsyncClient(base_url=gateway, timeout=60) as http:
         space = await _post(http, "/v1/ops/spaces", {"name": "bench", "timezone": "UTC"}, "ops")
@@ -165,7 +169,8 @@ async def prepare(gateway: str) -> Catalogue:
         org_id,
         booking["booking_id"],
         [chunk[:GATEWAY_CHECKOUTS] for chunk in rounds],
-        [chunk[GATEWAY_CHECKOUTS:closed] for chunk in rounds],
+        [chunk[GATEWAY_CHECKOUTS : 2 * GATEWAY_CHECKOUTS] for chunk in rounds],
+        [chunk[2 * GATEWAY_CHECKOUTS : closed] for chunk in rounds],
         [
             {
                 load: chunk[closed + i * OPEN_CHECKOUTS : closed + (i + 1) * OPEN_CHECKOUTS]
@@ -287,6 +292,7 @@ LOADS = (
     "floor_get",
     "direct_get",
     "gateway_post",
+    "floor_post",
     "direct_post",
 )
 
@@ -335,8 +341,10 @@ async def floor(platform: Platform) -> AsyncIterator[tuple[str, int]]:
 async def one_round(platform: Platform, catalogue: Catalogue, number: int) -> dict[str, Load]:
     org, booking = catalogue.org_id, catalogue.booking_id
     booking_service = platform.address("BOOKING_GRPC_ADDRESS")
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as slot_file:
-        slot_file.write("\n".join(catalogue.gateway_slots[number]))
+    slot_file, floor_slot_file = (
+        _slot_file(catalogue.gateway_slots[number]),
+        _slot_file(catalogue.floor_slots[number]),
+    )
     checkouts = [
         {
             "org_id": org,
@@ -352,6 +360,13 @@ async def one_round(platform: Platform, catalogue: Catalogue, number: int) -> di
         async with floor(platform) as (floor_url, floor_pid):
             floor_get = await with_cpu(
                 platform, wrk(f"{floor_url}/v1/orgs/{org}/bookings/{booking}", "get"), floor_pid
+            )
+            floor_post = await with_cpu(
+                platform,
+                wrk(
+                    f"{floor_url}/v1/orgs/{org}/bookings", "post", *_posts(floor_slot_file, number)
+                ),
+                floor_pid,
             )
         async with uncached_gateway(platform) as (uncached_url, uncached_pid):
             uncached_get = await with_cpu(
@@ -377,20 +392,30 @@ async def one_round(platform: Platform, catalogue: Catalogue, number: int) -> di
             "gateway_post": await with_cpu(
                 platform,
                 wrk(
-                    f"{platform.gateway}/v1/orgs/{org}/bookings",
-                    "post",
-                    slot_file.name,
-                    str(THREADS),
-                    f"wrk-{number}-{uuid.uuid4().hex[:8]}",
+                    f"{platform.gateway}/v1/orgs/{org}/bookings", "post", *_posts(slot_file, number)
                 ),
             ),
+            "floor_post": floor_post,
             "direct_post": await with_cpu(
                 platform,
                 ghz(booking_service, "Checkout", checkouts, f"--total={len(checkouts)}"),
             ),
         }
     finally:
-        os.unlink(slot_file.name)
+        os.unlink(slot_file)
+        os.unlink(floor_slot_file)
+
+
+def _slot_file(slots: list[str]) -> str:
+    """A file of free slot ids, one a line, for benchmarks/gateway.lua's POSTs."""
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as slot_file:
+        slot_file.write("\n".join(slots))
+    return slot_file.name
+
+
+def _posts(slot_file: str, number: int) -> tuple[str, ...]:
+    """benchmarks/gateway.lua's arguments for POSTs: their slots, and fresh keys."""
+    return slot_file, str(THREADS), f"wrk-{number}-{uuid.uuid4().hex[:8]}"
 
 
 async def open_round(
@@ -430,6 +455,7 @@ def summarise(rounds: list[dict[str, Load]]) -> dict[str, float | int]:
         "floor_get": "the floor: uvicorn, httptools, one GetBooking, nothing else (wrk)",
         "direct_get": f"booking GetBooking over gRPC (ghz, {CONNECTIONS} clients)",
         "gateway_post": "gateway POST a card checkout (wrk, fresh key, free slot)",
+        "floor_post": "the floor: uvicorn, httptools, the body read, one Checkout (wrk)",
         "direct_post": "booking Checkout by card over gRPC (ghz, free slots)",
     }
     summary: dict[str, float | int] = {}
@@ -477,6 +503,11 @@ def _acceptance(summary: dict[str, float | int]) -> dict[str, float | int]:
         "get_uncached_ratio_to_floor": ratio("uncached_get_per_s", "floor_get_per_s"),
         "post_gateway_cpu_ms": summary["gateway_post_gateway_cpu_ms"],
         "post_ratio_to_direct": ratio("gateway_post_per_s", "direct_post_per_s"),
+        # The machine's speed moves the CPU per answer from run to run; the floor's in the
+        # same run tells the code's share from the machine's.
+        "post_gateway_cpu_over_floor": ratio(
+            "gateway_post_gateway_cpu_ms", "floor_post_gateway_cpu_ms"
+        ),
     }
     print(
         f"gateway GET: {figures['get_gateway_cpu_ms']:.2f} ms gateway CPU per answer, "
@@ -485,7 +516,8 @@ def _acceptance(summary: dict[str, float | int]) -> dict[str, float | int]:
     )
     print(
         f"gateway POST: {figures['post_gateway_cpu_ms']:.2f} ms gateway CPU per answer, "
-        f"x{figures['post_ratio_to_direct']:.2f} a direct Checkout's rate"
+        f"x{figures['post_ratio_to_direct']:.2f} a direct Checkout's rate, "
+        f"x{figures['post_gateway_cpu_over_floor']:.2f} the floor's CPU per POST"
     )
     return figures
 

@@ -19,7 +19,10 @@ customer with an address. Then (benchmarks/customers.py):
 4. open loop: sagas arriving at half that rate, by the clock, for BENCH_SECONDS;
 5. audit: every saga ends confirmed (its PIN set at the lock, its confirmation mail there)
    or expired with no code at the lock; anything else is lost;
-6. pgbench (TPC-B-like, 32 clients, scale 10) on the same PostgreSQL, the platform stopped;
+6. pgbench (TPC-B-like, 32 clients, scale 10) on the same PostgreSQL, the platform stopped:
+   once before the platform starts and once after it stopped, the loops between them. The
+   ratio takes their mean: on the shared machine one run's pgbench and platform moved by a
+   third against each other within minutes (docs/performance.md, "The card saga");
 7. the saga floor (benchmarks/saga_floor.py): the price of each kind of work a saga asks
    for (a transaction, a gRPC call, an HTTP request, a record, a delivery, a mail) when the
    smallest programs on the same libraries do it, times how many of each the closed loop's
@@ -41,12 +44,13 @@ import contextlib
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -197,8 +201,10 @@ def summary(
     half: Figures,
     pgbench_tps: float,
     lost_elsewhere: int = 0,
+    pgbench_runs: Sequence[float] = (),
 ) -> dict[str, Any]:
-    """The JSON line. `lost_elsewhere`: lost sagas outside the two loops (the warm-up)."""
+    """The JSON line. `lost_elsewhere`: lost sagas outside the two loops (the warm-up);
+    `pgbench_runs`: the pgbench runs whose mean `pgbench_tps` is."""
     capacity = pgbench_tps / closed.tx_per_saga if closed.tx_per_saga else 0.0
     return {
         "sagas_per_s": round(closed.sagas_per_s, 2),
@@ -216,6 +222,7 @@ def summary(
         "kafka_records_per_saga": round(closed.records_per_saga, 2),
         "gateway_requests_per_saga": round(closed.gateway_requests_per_saga, 1),
         "pgbench_tps": round(pgbench_tps, 1),
+        "pgbench_tps_runs": [round(tps, 1) for tps in pgbench_runs],
         "sagas": closed.started + half.started,
         "cpu_ms_per_saga": {name: round(ms, 2) for name, ms in closed.cpu_ms.items()},
         "units_per_saga": {kind: round(n, 2) for kind, n in closed.units_per_saga.items()},
@@ -672,6 +679,14 @@ def _floor(closed: Figures, tps: float) -> dict[str, Any]:
     }
 
 
+def _pgbench(infra: Infrastructure) -> float:
+    database = f"bench_pgbench_{uuid.uuid4().hex[:8]}"
+    try:
+        return measure_pgbench(create_database(infra.pg_admin_dsn, database))
+    finally:
+        drop_database(infra.pg_admin_dsn, database)
+
+
 def main() -> None:
     infra = ensure_infrastructure()
     print(_platform_line(), flush=True)
@@ -679,19 +694,20 @@ def main() -> None:
         f"{CUSTOMERS} customers, {SECONDS:.0f} s per loop, asking again every {POLL_S} s",
         flush=True,
     )
+    tps_before = _pgbench(infra)
     outcome = run_event_loop(_measure(infra))
     closed, half, warm_lost = outcome.closed, outcome.half, outcome.warm_lost
-    pgbench_db = f"bench_pgbench_{uuid.uuid4().hex[:8]}"
-    try:
-        tps = measure_pgbench(create_database(infra.pg_admin_dsn, pgbench_db))
-    finally:
-        drop_database(infra.pg_admin_dsn, pgbench_db)
+    tps_runs = (tps_before, _pgbench(infra))
+    tps = statistics.fmean(tps_runs)
     _print_loop(
         f"closed loop: {CUSTOMERS} customers, the maximum rate", closed, outcome.closed_load
     )
     _print_loop("open loop: half that rate, by the clock", half, outcome.half_load)
-    print(f"pgbench TPC-B-like, 32 clients, scale 10, the platform stopped: {tps:.0f} tps")
-    line = summary(closed, half, tps, warm_lost) | {
+    print(
+        f"pgbench TPC-B-like, 32 clients, scale 10, the platform stopped: {tps:.0f} tps "
+        f"(before the platform started {tps_runs[0]:.0f}, after it stopped {tps_runs[1]:.0f})"
+    )
+    line = summary(closed, half, tps, warm_lost, tps_runs) | {
         "idle_cpu_ms_per_s": {name: round(ms, 1) for name, ms in outcome.idle_cpu_ms_per_s.items()}
     }
     line |= _floor(closed, tps)

@@ -14,13 +14,12 @@ when quiescence did not come.
 
 The schedule holds every kind of fault three times in ten minutes and once in two, the
 shortest soak (the one `make test` runs); `--no-faults` runs the workload, quiescence and
-the audit alone, for any length. Unpaid holds
-run out after CHAOS_HOLD_SECONDS (120 s; the platform's own 900 s would end few within a
-soak), and payment reconciles a payment left pending after CHAOS_RECONCILE_AFTER_SECONDS
-(60 s, not 300 s), looking every CHAOS_RECONCILE_EVERY_SECONDS (30 s), which the run waits
-out after the heal point. The ops timelines of the
-bookings the audit names are saved beside the history. SIGTERM cancels the run, which
-heals every fault before it ends.
+the audit alone, for any length. Unpaid holds run out after CHAOS_HOLD_SECONDS (120 s; the
+platform's own 900 s would end few within a soak), and payment reconciles a payment left
+pending after CHAOS_RECONCILE_AFTER_SECONDS (60 s, not 300 s), looking every
+CHAOS_RECONCILE_EVERY_SECONDS (30 s), which the run waits out after the heal point. The ops
+timelines of the bookings the audit names are saved beside the history. SIGTERM cancels the
+run, which heals every fault before it ends.
 """
 
 from __future__ import annotations
