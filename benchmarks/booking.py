@@ -428,6 +428,15 @@ def _shares(
     )
 
 
+def pgbench_on_a_new_database(admin_dsn: str) -> float:
+    """pgbench's tps on a database of its own, made for the run and dropped after it."""
+    database = f"bench_pgbench_{uuid.uuid4().hex[:8]}"
+    try:
+        return measure_pgbench(create_database(admin_dsn, database))
+    finally:
+        drop_database(admin_dsn, database)
+
+
 def measure_pgbench(database_url: str) -> float:
     parts = urlsplit(database_url)
     env = {**os.environ, "PGPASSWORD": parts.password or ""}
@@ -551,11 +560,7 @@ async def _measure(infra: Infrastructure, templates: MigratedTemplates) -> None:
             print(f"Jaeger {collector.otlp_endpoint} (pid {collector.pid})", flush=True)
             rounds = await _rounds(infra, templates, collector, logs)
             exported = "booking" in await asyncio.to_thread(collector.services)
-    pgbench_db = f"bench_pgbench_{uuid.uuid4().hex[:8]}"
-    try:
-        tps = measure_pgbench(create_database(infra.pg_admin_dsn, pgbench_db))
-    finally:
-        drop_database(infra.pg_admin_dsn, pgbench_db)
+    tps = pgbench_on_a_new_database(infra.pg_admin_dsn)
     print(f"pgbench TPC-B-like, 32 clients, scale 10: {tps:.0f} tps")
     summary = summarise(rounds[PLATFORM.name], tps)
     stripped = summarise(rounds[STRIPPED.name], tps)

@@ -40,7 +40,15 @@ from liftfit.booking.v1 import booking_pb2 as pb
 from liftfit.booking.v1 import events_pb2 as ev
 
 from benchmarks import cpu as bench_cpu
-from benchmarks.booking import CHECKOUTS, CLIENTS, GHZ, Run, _checkout, _ghz, measure_pgbench
+from benchmarks.booking import (
+    CHECKOUTS,
+    CLIENTS,
+    GHZ,
+    Run,
+    _checkout,
+    _ghz,
+    pgbench_on_a_new_database,
+)
 from servicekit.kafka_access import client_security
 from servicekit.runtime import run_event_loop
 from tests.support.infrastructure import create_database, drop_database, ensure_infrastructure
@@ -311,7 +319,6 @@ async def measure_mode(dsn: str, kafka: str, topic: str, name: str) -> Mode:
 
 async def _measure(admin_dsn: str, kafka: str) -> None:
     name = f"bench_floor_{uuid.uuid4().hex[:8]}"
-    pgbench_db = f"bench_pgbench_{uuid.uuid4().hex[:8]}"
     dsn = create_database(admin_dsn, name)
     try:
         async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as connection:
@@ -322,10 +329,9 @@ async def _measure(admin_dsn: str, kafka: str) -> None:
             modes = [await measure_mode(dsn, kafka, topic, name) for name in MODES]
         finally:
             await delete_topics(kafka, prefix, ["floor.events"])  # as bench-booking does
-        tps = measure_pgbench(create_database(admin_dsn, pgbench_db))
+        tps = pgbench_on_a_new_database(admin_dsn)
     finally:
         drop_database(admin_dsn, name)
-        drop_database(admin_dsn, pgbench_db)
     print(f"pgbench TPC-B-like, 32 clients, scale 10: {tps:.0f} tps")
     figures = [mode.figures(tps) for mode in modes]
     print(json.dumps({"pgbench_tps": round(tps, 1), "modes": figures}))

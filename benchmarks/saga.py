@@ -63,7 +63,7 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition
 
 from benchmarks import cpu, saga_floor, units
-from benchmarks.booking import measure_pgbench
+from benchmarks.booking import pgbench_on_a_new_database
 from benchmarks.configuration import deviations
 from benchmarks.customers import (
     Customer,
@@ -88,8 +88,6 @@ from servicekit.runtime import run_event_loop
 from tests.gateway.api import OPS, Api
 from tests.support.infrastructure import (
     Infrastructure,
-    create_database,
-    drop_database,
     ensure_infrastructure,
 )
 from tests.support.platform import Platform, started_platform
@@ -199,12 +197,12 @@ def figures(load: Load, verdicts: dict[int, Verdict]) -> Figures:
 def summary(
     closed: Figures,
     half: Figures,
-    pgbench_tps: float,
+    pgbench_runs: Sequence[float],
     lost_elsewhere: int = 0,
-    pgbench_runs: Sequence[float] = (),
 ) -> dict[str, Any]:
-    """The JSON line. `lost_elsewhere`: lost sagas outside the two loops (the warm-up);
-    `pgbench_runs`: the pgbench runs whose mean `pgbench_tps` is."""
+    """The JSON line. `pgbench_runs`: pgbench's tps before and after the loops, whose mean
+    the ratio takes; `lost_elsewhere`: lost sagas outside the two loops (the warm-up)."""
+    pgbench_tps = statistics.fmean(pgbench_runs)
     capacity = pgbench_tps / closed.tx_per_saga if closed.tx_per_saga else 0.0
     return {
         "sagas_per_s": round(closed.sagas_per_s, 2),
@@ -679,14 +677,6 @@ def _floor(closed: Figures, tps: float) -> dict[str, Any]:
     }
 
 
-def _pgbench(infra: Infrastructure) -> float:
-    database = f"bench_pgbench_{uuid.uuid4().hex[:8]}"
-    try:
-        return measure_pgbench(create_database(infra.pg_admin_dsn, database))
-    finally:
-        drop_database(infra.pg_admin_dsn, database)
-
-
 def main() -> None:
     infra = ensure_infrastructure()
     print(_platform_line(), flush=True)
@@ -694,22 +684,22 @@ def main() -> None:
         f"{CUSTOMERS} customers, {SECONDS:.0f} s per loop, asking again every {POLL_S} s",
         flush=True,
     )
-    tps_before = _pgbench(infra)
+    tps_before = pgbench_on_a_new_database(infra.pg_admin_dsn)
     outcome = run_event_loop(_measure(infra))
     closed, half, warm_lost = outcome.closed, outcome.half, outcome.warm_lost
-    tps_runs = (tps_before, _pgbench(infra))
-    tps = statistics.fmean(tps_runs)
+    tps_runs = (tps_before, pgbench_on_a_new_database(infra.pg_admin_dsn))
     _print_loop(
         f"closed loop: {CUSTOMERS} customers, the maximum rate", closed, outcome.closed_load
     )
     _print_loop("open loop: half that rate, by the clock", half, outcome.half_load)
+    line = summary(closed, half, tps_runs, warm_lost) | {
+        "idle_cpu_ms_per_s": {name: round(ms, 1) for name, ms in outcome.idle_cpu_ms_per_s.items()}
+    }
+    tps = line["pgbench_tps"]
     print(
         f"pgbench TPC-B-like, 32 clients, scale 10, the platform stopped: {tps:.0f} tps "
         f"(before the platform started {tps_runs[0]:.0f}, after it stopped {tps_runs[1]:.0f})"
     )
-    line = summary(closed, half, tps, warm_lost, tps_runs) | {
-        "idle_cpu_ms_per_s": {name: round(ms, 1) for name, ms in outcome.idle_cpu_ms_per_s.items()}
-    }
     line |= _floor(closed, tps)
     print(
         f"ratio sagas/s over (pgbench tps / transactions per saga): {line['ratio']} "
