@@ -8,14 +8,18 @@ It runs before the body is read, so a stranger learns nothing from a body's erro
 - everything else (catalogue, payments, health) is open.
 A write (gateway_bff.limits) is refused with 429 past its address's limit, before anyone is
 asked who calls, and past its caller's limit once the caller is known.
-Each request also gets its line in the request metrics; its server span (the trace that
-follows a booking starts there) is gateway_bff.request_spans', around the gate. A pure
+Each request also gets its line in the request metrics and its access line, written once
+the answer has gone (uvicorn's own came before the answer's first byte, on its path); its
+server span (the trace that follows a booking starts there) is
+gateway_bff.request_spans', around the gate, so the line carries the trace's id. A pure
 ASGI middleware: Starlette's BaseHTTPMiddleware costs a task and a queue per request.
 """
 
 from __future__ import annotations
 
+import logging
 import time
+import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +35,7 @@ from gateway_bff.limits import Limits, is_limited_write
 from gateway_bff.store.directory import Directory, Member
 from servicekit.validation import is_canonical_uuid
 
+ACCESS = logging.getLogger("gateway_bff.access")
 # No client body is near this (2,000 new slots are some 300 KiB).
 MAX_BODY_BYTES = 1024 * 1024
 ME = "/v1/me"  # the caller's own memberships: any identity, no organisation
@@ -84,9 +89,10 @@ class Gate:
         try:
             await self._admit_and_serve(scope, receive, send_noting_status, headers)
         finally:
-            route = _route_of(scope)
+            route, took = _route_of(scope), time.perf_counter() - started
             REQUESTS.labels(scope["method"], route, str(status["code"])).inc()
-            LATENCY.labels(scope["method"], route).observe(time.perf_counter() - started)
+            LATENCY.labels(scope["method"], route).observe(took)
+            _access_line(scope, status["code"], took)
 
     async def _admit_and_serve(
         self, scope: Scope, receive: Receive, send: Send, headers: Headers
@@ -170,6 +176,26 @@ def _bounded(receive: Receive) -> Receive:
         return message
 
     return bounded
+
+
+def _access_line(scope: Scope, status: int, took_s: float) -> None:
+    """`<client> - "<method> <path> HTTP/<version>" <status> <ms> ms`: uvicorn's line, with
+    the time the gateway took."""
+    if not ACCESS.isEnabledFor(logging.INFO):
+        return
+    client = scope.get("client")
+    path = urllib.parse.quote(scope["path"])
+    if scope.get("query_string"):
+        path = f"{path}?{scope['query_string'].decode('ascii', 'replace')}"
+    ACCESS.info(
+        '%s - "%s %s HTTP/%s" %d %.1f ms',
+        f"{client[0]}:{client[1]}" if client else "",
+        scope["method"],
+        path,
+        scope.get("http_version", "1.1"),
+        status,
+        took_s * 1000,
+    )
 
 
 def _route_of(scope: Scope) -> str:

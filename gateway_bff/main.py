@@ -108,14 +108,15 @@ def server_config(app: Any, settings: Settings) -> uvicorn.Config:
     # default trusts the loopback, so a client on the gateway's host could be anyone for
     # the rate limits by address.
     proxies = list(settings.trusted_proxies)
-    # No logging configuration of uvicorn's own: its lines (one per request from
-    # uvicorn.access, inside the request's span) go through the process's JSON handler.
+    # No logging configuration of uvicorn's own: its lines go through the process's JSON
+    # handler. Its access line is the gate's (gateway_bff.edge), written after the answer.
     return uvicorn.Config(
         app,
         host=host,
         port=int(port),
         log_level="info",
         log_config=None,
+        access_log=False,
         proxy_headers=bool(proxies),
         forwarded_allow_ips=proxies,
     )
