@@ -103,3 +103,28 @@ async def client_at(app: FastAPI, address: str) -> AsyncIterator[httpx.AsyncClie
 
 def gateway(parts: Parts) -> FastAPI:
     return create_app(parts)
+
+
+def request_scope(
+    method: str,
+    path: str,
+    client: tuple[str, int],
+    headers: list[tuple[bytes, bytes]],
+    query_string: bytes = b"",
+) -> dict[str, Any]:
+    """An HTTP request's ASGI scope as a server hands it to the app, for what no client
+    library would send (a forged header, bytes that are not ASCII)."""
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode("utf-8", "replace"),
+        "query_string": query_string,
+        "root_path": "",
+        "headers": headers,
+        "client": client,
+        "server": ("gateway.test", 80),
+    }

@@ -19,7 +19,13 @@ from starlette.types import Message
 from gateway_bff.edge import ACCESS
 from gateway_bff.limits import Limits
 from servicekit.logs import JsonLines
-from tests.gateway.unit.edge import MemoryDirectory, client_at, gateway, make_parts
+from tests.gateway.unit.edge import (
+    MemoryDirectory,
+    client_at,
+    gateway,
+    make_parts,
+    request_scope,
+)
 
 LINE = re.compile(r'(\S+) - "(\S+) (\S+) HTTP/1\.1" (\d{3}) (\d+\.\d) ms')
 
@@ -71,20 +77,13 @@ async def test_a_hostile_path_and_query_are_written_escaped(kept: Kept) -> None:
     refuses such a request line with 400 before the app sees it, another server might not):
     the line is written, escaped, and the answer is not held up."""
     app = gateway(make_parts(Limits(), MemoryDirectory()))
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "GET",
-        "scheme": "http",
-        "path": '/v1/catalogue\n"x/\u20ac',
-        "raw_path": b"/v1/catalogue",
-        "query_string": b"q=\xff\n",
-        "root_path": "",
-        "headers": [(b"host", b"gateway.test")],
-        "client": ("192.0.2.8", 40001),
-        "server": ("gateway.test", 80),
-    }
+    scope = request_scope(
+        "GET",
+        '/v1/catalogue\n"x/\u20ac',
+        ("192.0.2.8", 40001),
+        [(b"host", b"gateway.test")],
+        query_string=b"q=\xff\n",
+    )
     sent: list[Message] = []
 
     async def receive() -> Message:

@@ -13,6 +13,7 @@ import pytest
 from gateway_bff.main import server_config
 from gateway_bff.settings import SERVICES, Settings
 from servicekit.config import SettingError
+from tests.gateway.unit.edge import request_scope
 from tests.support import tls
 
 FORGED = b"203.0.113.9"
@@ -37,19 +38,9 @@ async def _client_seen(settings: Settings, peer: str) -> str:
 
     config = server_config(app, settings)
     config.load()
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/v1/orgs/o/bookings",
-        "raw_path": b"/v1/orgs/o/bookings",
-        "query_string": b"",
-        "headers": [(b"x-forwarded-for", FORGED)],
-        "client": (peer, 40000),
-        "server": ("127.0.0.1", 18080),
-    }
+    scope = request_scope(
+        "POST", "/v1/orgs/o/bookings", (peer, 40000), [(b"x-forwarded-for", FORGED)]
+    )
     await config.loaded_app(scope, None, None)
     return seen[0]
 
